@@ -1,0 +1,131 @@
+"""Python API: compress/decompress bytes or streams, block by block in bounded memory.
+
+    import shazip
+    blob = shazip.compress(b"some text", model="default")
+    assert shazip.decompress(blob) == b"some text"
+
+Every failure is a `shazip.ShazipError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import io
+from contextlib import contextmanager
+from typing import BinaryIO, Callable, Iterator
+
+import torch
+
+from .codec import ALL_METHODS, ENGINE_FLOAT32, FloatEngine, decode_block, encode_block
+from .container import ArchiveReader, ArchiveWriter, Header, Method, verify_block
+from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
+from .models import LoadedModel, find_model, load_model, model_from_bytes
+
+DEFAULT_LANES = 32
+DEFAULT_BLOCK_SIZE = 2 << 20
+MAX_LANES = 4096
+
+Progress = Callable[[int], None]
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """torch's thread count is process-wide: set it for one call, then put it back."""
+    old = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def _resolve(model: str | LoadedModel) -> LoadedModel:
+    return model if isinstance(model, LoadedModel) else load_model(model)
+
+
+def _read_block(src: BinaryIO, n: int) -> bytes:
+    """Up to n bytes: loops over short reads (pipes) until n bytes or end of input."""
+    chunks, got = [], 0
+    while got < n:
+        chunk = src.read(n - got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
+                    lanes: int = DEFAULT_LANES, block_size: int = DEFAULT_BLOCK_SIZE,
+                    threads: int | None = None, progress: Progress | None = None,
+                    methods: frozenset[Method] = ALL_METHODS) -> int:
+    """Compresses src to dst one block at a time; returns the number of input bytes.
+    `methods` restricts the block methods tried (e.g. {Method.MODEL} to measure the model)."""
+    if not 1 <= lanes <= MAX_LANES:
+        raise UsageError(f"--lanes must be between 1 and {MAX_LANES}")
+    loaded = _resolve(model)
+    with torch_threads(threads):
+        engine = FloatEngine(loaded, torch.get_num_threads())
+        header = Header(engine=engine.engine_id, engine_version=engine.engine_version, threads=engine.threads,
+                        model_id=loaded.model_id, model_name=loaded.name, block_size=block_size, lanes=lanes)
+        writer = ArchiveWriter(dst, header)
+        total = 0
+        while block := _read_block(src, block_size):
+            method, k, payload = encode_block(engine, block, lanes, progress, methods)
+            writer.add_block(method, k, block, payload)
+            total += len(block)
+        writer.finish()
+    return total
+
+
+def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
+                      progress: Progress | None = None) -> int:
+    """Decompresses src to dst, verifying each block before writing it; returns bytes written.
+    `model` overrides the archive's model name; its id must still match the archive's."""
+    reader = ArchiveReader(src)
+    h = reader.header
+    if h.engine != ENGINE_FLOAT32:
+        raise UnsupportedVersion(f"archive uses engine {h.engine}, which this shazip does not have")
+    engine: FloatEngine | None = None
+
+    def get_engine() -> FloatEngine:
+        nonlocal engine
+        if engine is None:
+            loaded = find_model(h.model_name, h.model_id) if model is None else _resolve(model)
+            if loaded.model_id != h.model_id:
+                raise ModelError(f"wrong model: the archive needs '{h.model_name}' (id {h.model_id.hex()[:16]}), "
+                                 f"given '{loaded.name}' (id {loaded.id_hex[:16]})")
+            engine = FloatEngine(loaded, h.threads)
+        return engine
+
+    total = 0
+    with torch_threads(h.threads or None):  # the float engine replays the encoder's thread count
+        for bh, payload in reader.blocks():
+            try:
+                block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress)
+            except CorruptArchive as e:
+                raise CorruptArchive(f"block {bh.index}: {e}") from None
+            verify_block(bh, block)
+            dst.write(block)
+            total += len(block)
+    return total
+
+
+def compress(data: bytes, model: str | LoadedModel = "default", **kw) -> bytes:
+    """Compresses bytes in memory. Keyword arguments as `compress_stream`."""
+    out = io.BytesIO()
+    compress_stream(io.BytesIO(data), out, model, **kw)
+    return out.getvalue()
+
+
+def decompress(data: bytes, model: str | LoadedModel | None = None, **kw) -> bytes:
+    out = io.BytesIO()
+    decompress_stream(io.BytesIO(data), out, model, **kw)
+    return out.getvalue()
+
+
+def load(path_or_bytes: str | bytes) -> LoadedModel:
+    """Loads a model from a path, a bundled name, or the bytes of a model file."""
+    if isinstance(path_or_bytes, bytes):
+        return model_from_bytes(path_or_bytes, "model bytes")
+    return load_model(path_or_bytes)

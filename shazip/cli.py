@@ -1,0 +1,260 @@
+"""The `shazip` command: compress, decompress, info, models, train.
+
+Outputs go to a temporary file beside the destination and are renamed into place only after
+the whole archive was written (or every block decoded and verified); on any error, Ctrl-C or
+SIGTERM the temporary file is removed and the input is left untouched. Errors are one line on
+stderr with a non-zero exit code (130 after SIGINT, 143 after SIGTERM).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterator
+
+import click
+
+from . import __version__
+from .api import DEFAULT_BLOCK_SIZE, DEFAULT_LANES, compress_stream, decompress_stream
+from .container import describe
+from .errors import OutputExists, ShazipError, UsageError
+from .models import bundled_index, load_model
+from .train import train_command
+
+SUFFIX = ".shz"
+
+
+class Terminated(BaseException):
+    """Raised from the SIGTERM handler so cleanup runs like for Ctrl-C."""
+
+
+def _on_sigterm(*_) -> None:
+    raise Terminated()
+
+
+class ProgressBar:
+    """`bytes done, KB/s, ETA` on stderr, redrawn at most 5 times a second; silent if stderr
+    is not a terminal or with --quiet."""
+
+    def __init__(self, total: int | None, enabled: bool) -> None:
+        self.total, self.enabled, self.done = total, enabled and sys.stderr.isatty(), 0
+        self.t0 = self.last = time.time()
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        now = time.time()
+        if self.enabled and now - self.last >= 0.2:
+            self.last = now
+            rate = self.done / max(now - self.t0, 1e-9)
+            line = f"\r{self.done / 1e6:8.2f} MB  {rate / 1e3:7.1f} KB/s"
+            if self.total:
+                pct = 100 * self.done / self.total
+                eta = (self.total - self.done) / max(rate, 1e-9)
+                line += f"  {pct:5.1f}%  ETA {int(eta) // 60}:{int(eta) % 60:02d}"
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def _input(path: str) -> Iterator[BinaryIO]:
+    if path == "-":
+        yield sys.stdin.buffer
+        return
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{path}: no such file")
+    if p.is_dir():
+        raise UsageError(f"{path}: is a directory")
+    try:
+        f = open(p, "rb")
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read ({e.strerror})") from None
+    with f:
+        yield f
+
+
+@contextlib.contextmanager
+def _output(path: str | None, force: bool) -> Iterator[BinaryIO]:
+    """stdout if path is None; else a temp file renamed to `path` only if the body succeeds."""
+    if path is None:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    dest = Path(path)
+    if dest.exists() and not force:
+        raise OutputExists(f"{path}: already exists (use -f to overwrite)")
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual mode
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _run(body: Callable[[], None]) -> None:
+    """Runs a command body, turning every expected failure into one line + exit code."""
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        body()
+    except ShazipError as e:
+        click.echo(f"shazip: {e}", err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("shazip: interrupted", err=True)
+        sys.exit(130)
+    except Terminated:
+        click.echo("shazip: terminated", err=True)
+        sys.exit(143)
+    except BrokenPipeError:
+        sys.exit(141)
+    except OSError as e:
+        click.echo(f"shazip: {e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}", err=True)
+        sys.exit(1)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _destination(src: str, output: str | None, stdout: bool, make_name: Callable[[str], str]) -> str | None:
+    if stdout or (src == "-" and output is None):
+        return None
+    return output or make_name(src)
+
+
+def _size(path: str) -> int | None:
+    return None if path == "-" else os.path.getsize(path)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="shazip")
+def main() -> None:
+    """shazip: neural text compression with a SHA-RNN byte model and a range coder."""
+
+
+@main.command()
+@click.argument("file")
+@click.option("-o", "--output", help="Output file (default FILE.shz).")
+@click.option("-c", "--stdout", "to_stdout", is_flag=True, help="Write to standard output.")
+@click.option("-k", "--keep", is_flag=True, help="Keep the input (the default).")
+@click.option("--rm", "remove", is_flag=True, help="Remove the input after success.")
+@click.option("-f", "--force", is_flag=True, help="Overwrite an existing output.")
+@click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
+@click.option("--lanes", default=DEFAULT_LANES, show_default=True, help="Parallel lanes per block.")
+@click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
+@click.option("--threads", default=1, show_default=True, help="CPU threads for the model.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, model: str,
+             lanes: int, block_size: int, threads: int, quiet: bool) -> None:
+    """Compress FILE (or - for standard input) to FILE.shz."""
+
+    def body() -> None:
+        dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
+        if dest is None and sys.stdout.isatty() and not force:
+            raise UsageError("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
+        if not 1 <= block_size <= (1 << 28):
+            raise UsageError("--block-size must be between 1 and 268435456")
+        loaded = load_model(model)  # before creating any output: a missing model leaves nothing behind
+        with _input(file) as src, _output(dest, force) as dst:
+            bar = ProgressBar(_size(file), not quiet)
+            compress_stream(src, dst, loaded, lanes=lanes, block_size=block_size, threads=threads, progress=bar)
+            bar.close()
+        if remove and file != "-" and dest is not None:
+            os.unlink(file)
+
+    _run(body)
+
+
+def _strip_suffix(src: str) -> str:
+    if not src.endswith(SUFFIX) or os.path.basename(src) == SUFFIX:
+        raise UsageError(f"{src}: unknown suffix (expected {SUFFIX}; use -o to name the output)")
+    return src[: -len(SUFFIX)]
+
+
+@main.command()
+@click.argument("file")
+@click.option("-o", "--output", help="Output file (default FILE without .shz).")
+@click.option("-c", "--stdout", "to_stdout", is_flag=True, help="Write to standard output.")
+@click.option("-k", "--keep", is_flag=True, help="Keep the input (the default).")
+@click.option("--rm", "remove", is_flag=True, help="Remove the input after success.")
+@click.option("-f", "--force", is_flag=True, help="Overwrite an existing output.")
+@click.option("--model", default=None, help="Model file to use instead of the bundled one the archive names.")
+@click.option("--threads", default=None, type=int, hidden=True,
+              help="Ignored for float archives: they replay the thread count recorded at compression.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool,
+               model: str | None, threads: int | None, quiet: bool) -> None:
+    """Decompress FILE.shz (or - for standard input) to FILE."""
+
+    def body() -> None:
+        dest = _destination(file, output, to_stdout, _strip_suffix)
+        loaded = load_model(model) if model else None
+        with _input(file) as src, _output(dest, force) as dst:
+            bar = ProgressBar(None, not quiet)
+            decompress_stream(src, dst, loaded, progress=bar)
+            bar.close()
+        if remove and file != "-" and dest is not None:
+            os.unlink(file)
+
+    _run(body)
+
+
+@main.command()
+@click.argument("file")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def info(file: str, as_json: bool) -> None:
+    """Print the header and block table of an archive."""
+
+    def body() -> None:
+        with _input(file) as src:
+            d = describe(src)
+        if as_json:
+            click.echo(json.dumps(d, indent=2))
+            return
+        from .codec import ENGINE_NAMES
+        click.echo(f"format version {d['format_version']}, engine {d['engine']} "
+                   f"({ENGINE_NAMES.get(d['engine'], 'unknown')}) v{d['engine_version']}"
+                   + (f", {d['threads']} threads" if d["threads"] else ""))
+        click.echo(f"model {d['model_name']} id {d['model_id']}")
+        ratio = 8 * d["archive_bytes"] / d["total_len"] if d["total_len"] else 0.0
+        click.echo(f"original {d['total_len']} bytes, archive {d['archive_bytes']} bytes ({ratio:.3f} bits/byte)")
+        click.echo(f"block size {d['block_size']}, lanes {d['lanes']}, {d['n_blocks']} blocks")
+        for b in d["blocks"]:
+            click.echo(f"  block {b['index']}: {b['method']:5s} lanes {b['lanes']:4d} "
+                       f"{b['orig_len']:10d} -> {b['payload_len']:10d}")
+
+    _run(body)
+
+
+@main.command()
+def models() -> None:
+    """List the bundled models."""
+    idx = bundled_index()
+    if not idx:
+        click.echo("no bundled models")
+    for name, e in idx.items():
+        figs = " ".join(f"{k}={v}" for k, v in e.get("figures", {}).items())
+        click.echo(f"{name}: {e['file']} {e.get('bytes', 0) / 1e6:.1f} MB, {e.get('params', 0) / 1e6:.2f}M params, "
+                   f"id {e['sha256']} {figs}")
+
+
+main.add_command(train_command)
+
+if __name__ == "__main__":
+    main()

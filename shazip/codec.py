@@ -1,0 +1,163 @@
+"""Model-coding of blocks: lanes, the shared step loop, and the choice of block method.
+
+A block of n bytes is cut into `lanes` contiguous slices of L = ceil(n / lanes) bytes (the
+last ones shorter, possibly empty). The lanes run in lockstep as one batch: at step t the
+engine turns every lane's previous byte into a probability row, and the coder codes byte t
+of every lane that still has one. `run_lanes` is that loop, shared by encoder and decoder:
+only the coder differs, so both sides see the same probabilities by construction.
+
+An engine is what turns bytes into probability rows. `FloatEngine` is the float32 reference:
+it is exact only on the machine and thread count that made the archive (its id is 0 and the
+header records the threads). The integer engine will slot in behind the same interface.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Protocol
+
+import numpy as np
+import torch
+import zstandard
+
+from .coder import Decoder, Encoder
+from .container import Method
+from .errors import CorruptArchive
+from .models import LoadedModel
+
+BOS = 0  # the "previous byte" fed to every lane at its start
+MIN_LANE = 1024  # fewer bytes per lane costs more in cold starts than lanes gain in speed
+ZSTD_LEVEL = 19
+
+ENGINE_FLOAT32 = 0
+ENGINE_NAMES = {ENGINE_FLOAT32: "float32 (reference, non-portable)"}
+
+
+class Engine(Protocol):
+    engine_id: int
+    engine_version: int
+    threads: int
+
+    def start(self, lanes: int) -> object: ...
+
+    def probs(self, state: object, prev: np.ndarray) -> tuple[object, np.ndarray]:
+        """prev: int64 [B] previous bytes -> (state, float64 [B, 256] probability rows)."""
+        ...
+
+
+class FloatEngine:
+    """The model's own float32 `step`, softmax in float64."""
+
+    engine_id = ENGINE_FLOAT32
+    engine_version = 1
+
+    def __init__(self, loaded: LoadedModel, threads: int) -> None:
+        self.model = loaded.model.eval()
+        self.threads = threads
+
+    def start(self, lanes: int) -> object:
+        return self.model.init_ring(lanes)
+
+    @torch.no_grad()
+    def probs(self, state, prev: np.ndarray):
+        state, logits = self.model.step(state, torch.from_numpy(prev))
+        return state, torch.softmax(logits.double(), dim=-1).numpy()
+
+
+def lane_lengths(n: int, lanes: int) -> np.ndarray:
+    span = -(-n // lanes)
+    return np.clip(n - span * np.arange(lanes), 0, span)
+
+
+def run_lanes(engine: Engine, code: Callable[[np.ndarray, np.ndarray | None], np.ndarray],
+              n: int, lanes: int, data: bytes | None = None,
+              progress: Callable[[int], None] | None = None) -> bytes:
+    """The step loop shared by encoder (`data` given) and decoder (`data` None).
+
+    `code(probs[k], symbols[k] or None) -> symbols[k]` codes the k lanes still active at this
+    step (always a prefix, since only the last lanes are shorter). Returns the block's bytes."""
+    lengths = lane_lengths(n, lanes)
+    span = int(lengths[0]) if n else 0
+    grid = np.zeros((lanes, span), dtype=np.uint8)
+    if data is not None:
+        flat = np.frombuffer(data, dtype=np.uint8)
+        for i, ln in enumerate(lengths):
+            grid[i, :ln] = flat[i * span : i * span + ln]
+    prev = np.full(lanes, BOS, dtype=np.int64)
+    state = engine.start(lanes)
+    active = lanes
+    for t in range(span):
+        while lengths[active - 1] <= t:
+            active -= 1
+        state, p = engine.probs(state, prev)
+        sym = code(p[:active], None if data is None else grid[:active, t])
+        grid[:active, t] = sym
+        prev[:active] = sym
+        if progress is not None:
+            progress(active)
+    return b"".join(grid[i, :ln].tobytes() for i, ln in enumerate(lengths))
+
+
+def model_encode(engine: Engine, data: bytes, lanes: int, progress=None) -> bytes:
+    enc = Encoder()
+    run_lanes(engine, enc.code, len(data), lanes, data, progress)
+    return enc.finish()
+
+
+def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=None) -> bytes:
+    return run_lanes(engine, Decoder(payload).code, n, lanes, None, progress)
+
+
+def effective_lanes(n: int, lanes: int) -> int:
+    return max(1, min(lanes, n // MIN_LANE))
+
+
+def order0_entropy(data: bytes) -> float:
+    counts = np.bincount(np.frombuffer(data, dtype=np.uint8), minlength=256)
+    p = counts[counts > 0] / len(data)
+    return float(-(p * np.log2(p)).sum())
+
+
+ALL_METHODS = frozenset(Method)
+
+
+def encode_block(engine: Engine, data: bytes, lanes: int, progress=None,
+                 methods: frozenset[Method] = ALL_METHODS) -> tuple[Method, int, bytes]:
+    """The smallest of the allowed methods (model-coded, zstd, raw; ties go to the cheaper
+    decode). Unless the model is the only choice, data whose byte histogram is already near
+    8 bits/byte (compressed or random) skips the model: it cannot win and would cost time."""
+    candidates = []
+    if Method.RAW in methods:
+        candidates.append((Method.RAW, 1, data))
+    if Method.ZSTD in methods:
+        candidates.append((Method.ZSTD, 1, zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)))
+    if Method.MODEL in methods and (methods == {Method.MODEL} or order0_entropy(data) < 7.5):
+        k = effective_lanes(len(data), lanes)
+        candidates.append((Method.MODEL, k, model_encode(engine, data, k, progress)))
+    elif progress is not None:
+        progress(len(data))
+    if not candidates:
+        raise ValueError("no block method allowed")
+    return min(candidates, key=lambda c: len(c[2]))
+
+
+def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, payload: bytes, n: int,
+                 progress=None) -> bytes:
+    """`get_engine` is called only for model-coded blocks, so archives of stored/zstd blocks
+    decode without the model."""
+    if method == Method.MODEL:
+        return model_decode(get_engine(), payload, n, lanes, progress)
+    if method == Method.ZSTD:
+        # Our frames record their content size; a damaged one could claim exabytes, and zstandard
+        # would allocate what the frame claims, so the claim is checked first.
+        try:
+            if zstandard.get_frame_parameters(payload).content_size != n:
+                raise CorruptArchive("zstd data is damaged (wrong content size)")
+            out = zstandard.ZstdDecompressor().decompress(payload, max_output_size=n)
+        except zstandard.ZstdError as e:
+            raise CorruptArchive(f"zstd data is damaged ({e})") from None
+    else:
+        out = payload
+    if progress is not None:
+        progress(n)
+    return out

@@ -1,0 +1,389 @@
+"""The `.shz` archive container: byte layout only, no compression.
+
+    archive = header, block*, trailer
+    header  = "SHZ\\x89" | format_version u8 | engine u8 | engine_version u8 | threads u8 |
+              model_id 32B | name_len u8 | model_name | block_size u32 | lanes u16 | header_crc u32
+    block   = 0xB1 | index u32 | method u8 | lanes u16 | orig_len u32 | payload_len u32 |
+              data_crc u32 | bh_crc u32 | payload
+    trailer = 0xE0 | n_blocks u32 | total_len u64 | tr_crc u32
+
+All integers are little-endian, every crc is zlib.crc32. The block count and total length live
+in a trailer (not an up-front table) so an archive can be written to a pipe with bounded memory.
+The codec chooses each block's method and payload; this module only frames, checks and unframes
+them. Every length read from an archive is checked against limits before that many bytes are
+read, so a hostile archive can neither force a huge allocation nor make the reader hang.
+See docs/format.md for the full specification.
+"""
+
+import enum
+import struct
+import zlib
+from dataclasses import asdict, dataclass
+from typing import Any, BinaryIO, Iterator
+
+from shazip.errors import (
+    ChecksumMismatch,
+    CorruptArchive,
+    NotAnArchive,
+    Truncated,
+    UnsupportedVersion,
+)
+
+MAGIC: bytes = b"SHZ\x89"
+FORMAT_VERSION = 1
+MAX_BLOCK_SIZE = 1 << 28  # largest block_size accepted in a header
+
+_TAG_BLOCK = 0xB1
+_TAG_TRAILER = 0xE0
+_MODEL_ID_LEN = 32
+_U16_MAX = 0xFFFF
+_U32_MAX = 0xFFFFFFFF
+_READ_CHUNK = 1 << 20  # memory grows with bytes actually received, not with declared lengths
+
+# magic, format_version, engine, engine_version, threads, model_id, name_len
+_HEADER_HEAD = struct.Struct("<4sBBBB32sB")
+_HEADER_TAIL = struct.Struct("<IH")  # block_size, lanes
+# tag, index, method, lanes, orig_len, payload_len, data_crc (bh_crc follows)
+_BLOCK_HEADER = struct.Struct("<BIBHIII")
+_TRAILER = struct.Struct("<BIQ")  # tag, n_blocks, total_len (tr_crc follows)
+_CRC = struct.Struct("<I")
+
+
+class Method(enum.IntEnum):
+    """How a block's payload encodes its original bytes."""
+
+    RAW = 0
+    ZSTD = 1
+    MODEL = 2
+
+
+_METHOD_VALUES = frozenset(m.value for m in Method)
+
+
+def _with_crc(body: bytes) -> bytes:
+    return body + _CRC.pack(zlib.crc32(body))
+
+
+def _check_range(name: str, value: int, lo: int, hi: int) -> None:
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be in {lo}..{hi}, got {value}")
+
+
+@dataclass(frozen=True)
+class Header:
+    """Archive-wide parameters the decoder needs before the first block.
+
+    engine/engine_version/threads are opaque here: the codec decides whether it can decode them.
+    """
+
+    engine: int
+    engine_version: int
+    threads: int
+    model_id: bytes  # sha256 of the model file, 32 bytes
+    model_name: str  # <= 255 utf-8 bytes
+    block_size: int  # 1..MAX_BLOCK_SIZE
+    lanes: int  # 1..65535
+
+    def pack(self) -> bytes:
+        """Serialize; a field that cannot be represented is a programmer error (ValueError)."""
+        _check_range("engine", self.engine, 0, 255)
+        _check_range("engine_version", self.engine_version, 0, 255)
+        _check_range("threads", self.threads, 0, 255)
+        if not isinstance(self.model_id, bytes) or len(self.model_id) != _MODEL_ID_LEN:
+            raise ValueError(f"model_id must be {_MODEL_ID_LEN} bytes")
+        name = self.model_name.encode("utf-8")
+        _check_range("model_name length in utf-8 bytes", len(name), 0, 255)
+        _check_range("block_size", self.block_size, 1, MAX_BLOCK_SIZE)
+        _check_range("lanes", self.lanes, 1, _U16_MAX)
+        head = _HEADER_HEAD.pack(
+            MAGIC, FORMAT_VERSION, self.engine, self.engine_version, self.threads,
+            self.model_id, len(name),
+        )
+        return _with_crc(head + name + _HEADER_TAIL.pack(self.block_size, self.lanes))
+
+
+@dataclass(frozen=True)
+class BlockHeader:
+    """Framing of one block.
+
+    data_crc covers the ORIGINAL bytes, not the payload, so decoding is checked end to end.
+    """
+
+    index: int
+    method: Method
+    lanes: int
+    orig_len: int
+    payload_len: int
+    data_crc: int
+
+    def pack(self) -> bytes:
+        return _with_crc(_BLOCK_HEADER.pack(
+            _TAG_BLOCK, self.index, self.method, self.lanes,
+            self.orig_len, self.payload_len, self.data_crc,
+        ))
+
+
+@dataclass(frozen=True)
+class Trailer:
+    """End-of-archive record: lets the reader detect dropped blocks and a cut-off stream."""
+
+    n_blocks: int
+    total_len: int
+
+    def pack(self) -> bytes:
+        return _with_crc(_TRAILER.pack(_TAG_TRAILER, self.n_blocks, self.total_len))
+
+
+def max_payload(method: int, orig_len: int) -> int:
+    """The largest payload a block of orig_len bytes can have; checked before reading it.
+
+    Automatic method choice never exceeds orig_len (raw is always a candidate), but a caller
+    may force one method: zstd's worst case is its compressBound (about n + n/256 + 64), and a
+    model-coded byte costs at most 24 bits (constriction's smallest probability is 2^-24),
+    plus the coder's final words."""
+    if method == Method.RAW:
+        return orig_len
+    if method == Method.ZSTD:
+        return orig_len + (orig_len >> 7) + 128
+    return 3 * orig_len + 16
+
+
+def _block_problem(
+    expected_index: int, block_size: int,
+    index: int, method: int, lanes: int, orig_len: int, payload_len: int,
+) -> str | None:
+    """What is impossible about a block header, or None.
+
+    Shared by writer and reader so the writer can never emit an archive the reader rejects.
+    """
+    i = expected_index
+    if index != expected_index:
+        return f"block {i}: out of order (found index {index})"
+    if method not in _METHOD_VALUES:
+        return f"block {i}: unknown method {method}"
+    if not 1 <= orig_len <= block_size:
+        return f"block {i}: original length {orig_len} is outside 1..{block_size}"
+    max_lanes = min(orig_len, _U16_MAX)  # more lanes than bytes would be meaningless
+    if not 1 <= lanes <= max_lanes:
+        return f"block {i}: {lanes} lanes for {orig_len} bytes (must be 1..{max_lanes})"
+    limit = max_payload(method, orig_len)
+    if payload_len > limit:
+        return f"block {i}: payload length {payload_len} exceeds the limit {limit} for {orig_len} bytes"
+    if method == Method.RAW and payload_len != orig_len:
+        return (
+            f"block {i}: raw payload length {payload_len} differs from original length {orig_len}"
+        )
+    if method == Method.MODEL and payload_len % 4:
+        return f"block {i}: model payload length {payload_len} is not a multiple of 4"
+    return None
+
+
+class ArchiveWriter:
+    """Writes header at construction; add_block(...) appends; finish() writes the trailer.
+
+    Never seeks or buffers whole archives, so dst may be a pipe. dst.write must write everything
+    it is given (true of buffered binary streams such as sys.stdout.buffer and open(..., "wb")).
+    """
+
+    def __init__(self, dst: BinaryIO, header: Header) -> None:
+        self.header = header
+        self.bytes_written = 0
+        self._dst = dst
+        self._n_blocks = 0
+        self._total_len = 0
+        self._finished = False
+        self._write(header.pack())
+
+    def _write(self, data: bytes) -> None:
+        self._dst.write(data)
+        self.bytes_written += len(data)
+
+    def add_block(self, method: Method, lanes: int, original: bytes, payload: bytes) -> None:
+        """Append one block; index and data_crc are derived here, never trusted from callers."""
+        if self._finished:
+            raise ValueError("cannot add a block after finish()")
+        if self._n_blocks > _U32_MAX:
+            raise ValueError("too many blocks for a u32 index")
+        method = Method(method)
+        problem = _block_problem(
+            self._n_blocks, self.header.block_size,
+            self._n_blocks, method, lanes, len(original), len(payload),
+        )
+        if problem:
+            raise ValueError(problem)
+        if method is Method.RAW and payload != original:
+            raise ValueError(f"block {self._n_blocks}: raw payload differs from original")
+        bh = BlockHeader(
+            index=self._n_blocks, method=method, lanes=lanes, orig_len=len(original),
+            payload_len=len(payload), data_crc=zlib.crc32(original),
+        )
+        self._write(bh.pack())
+        self._write(payload)
+        self._n_blocks += 1
+        self._total_len += len(original)
+
+    def finish(self) -> Trailer:
+        """Write the trailer; until then the archive is incomplete (and reads as Truncated)."""
+        if self._finished:
+            raise ValueError("finish() called twice")
+        self._finished = True
+        trailer = Trailer(n_blocks=self._n_blocks, total_len=self._total_len)
+        self._write(trailer.pack())
+        return trailer
+
+
+class ArchiveReader:
+    """Reads and validates the header at construction; blocks() streams the rest once, in order.
+
+    Never seeks, and tolerates short reads, so src may be a pipe.
+    """
+
+    def __init__(self, src: BinaryIO) -> None:
+        self.bytes_read = 0
+        self.trailer: Trailer | None = None  # set once blocks() has been fully consumed
+        self._src = src
+        self._iterated = False
+        self.header = self._read_header()
+
+    def _read_upto(self, n: int) -> bytes:
+        """Up to n bytes, fewer only at EOF; loops because pipes return short reads."""
+        chunks = []
+        remaining = n
+        while remaining:
+            chunk = self._src.read(min(remaining, _READ_CHUNK))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        self.bytes_read += len(data)
+        return data
+
+    def _read(self, n: int, what: str) -> bytes:
+        data = self._read_upto(n)
+        if len(data) < n:
+            raise Truncated(f"archive is truncated ({what})")
+        return data
+
+    def _read_header(self) -> Header:
+        magic = self._read_upto(len(MAGIC))
+        if magic != MAGIC:
+            if len(magic) < len(MAGIC) and MAGIC.startswith(magic):
+                raise Truncated("archive is truncated (reading magic)")
+            raise NotAnArchive("not a shazip archive (bad magic)")
+        version = self._read(1, "reading header")[0]
+        if version != FORMAT_VERSION:
+            raise UnsupportedVersion(
+                f"archive format version {version} is not supported "
+                f"(this shazip reads version {FORMAT_VERSION})"
+            )
+        head = magic + bytes([version]) + self._read(_HEADER_HEAD.size - 5, "reading header")
+        _, _, engine, engine_version, threads, model_id, name_len = _HEADER_HEAD.unpack(head)
+        name = self._read(name_len, "reading header")
+        tail = self._read(_HEADER_TAIL.size, "reading header")
+        (crc,) = _CRC.unpack(self._read(_CRC.size, "reading header"))
+        if zlib.crc32(head + name + tail) != crc:
+            raise CorruptArchive("header checksum mismatch")
+        block_size, lanes = _HEADER_TAIL.unpack(tail)
+        if not 1 <= block_size <= MAX_BLOCK_SIZE:
+            raise CorruptArchive(f"header block size {block_size} is outside 1..{MAX_BLOCK_SIZE}")
+        if lanes < 1:
+            raise CorruptArchive("header declares 0 lanes")
+        try:
+            model_name = name.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptArchive("header model name is not valid utf-8") from None
+        return Header(engine, engine_version, threads, model_id, model_name, block_size, lanes)
+
+    def _read_block_header(self, tag: bytes, i: int) -> BlockHeader:
+        what = f"reading block {i} header"
+        body = tag + self._read(_BLOCK_HEADER.size - 1, what)
+        (crc,) = _CRC.unpack(self._read(_CRC.size, what))
+        if zlib.crc32(body) != crc:
+            raise CorruptArchive(f"block {i}: header checksum mismatch")
+        _, index, method, lanes, orig_len, payload_len, data_crc = _BLOCK_HEADER.unpack(body)
+        problem = _block_problem(
+            i, self.header.block_size, index, method, lanes, orig_len, payload_len,
+        )
+        if problem:
+            raise CorruptArchive(problem)
+        return BlockHeader(index, Method(method), lanes, orig_len, payload_len, data_crc)
+
+    def _read_trailer(self, tag: bytes, n_blocks: int, total_len: int) -> Trailer:
+        what = "reading end-of-archive trailer"
+        body = tag + self._read(_TRAILER.size - 1, what)
+        (crc,) = _CRC.unpack(self._read(_CRC.size, what))
+        if zlib.crc32(body) != crc:
+            raise CorruptArchive("end-of-archive trailer checksum mismatch")
+        _, declared_blocks, declared_len = _TRAILER.unpack(body)
+        if declared_blocks != n_blocks:
+            raise CorruptArchive(
+                f"trailer declares {declared_blocks} blocks but the archive holds {n_blocks}"
+            )
+        if declared_len != total_len:
+            raise CorruptArchive(
+                f"trailer declares {declared_len} original bytes but the blocks hold {total_len}"
+            )
+        if self._read_upto(1):
+            raise CorruptArchive("trailing data after end of archive")
+        return Trailer(n_blocks=declared_blocks, total_len=declared_len)
+
+    def blocks(self) -> Iterator[tuple[BlockHeader, bytes]]:
+        """Yield (block header, payload) in order, then read and check the trailer.
+
+        Payloads are not decoded, so their data_crc is the caller's to check (verify_block).
+        The stream is consumed, hence only one pass is possible.
+        """
+        if self._iterated:
+            raise RuntimeError("ArchiveReader.blocks() can only be iterated once")
+        self._iterated = True
+        i = 0
+        total_len = 0
+        while True:
+            offset = self.bytes_read
+            tag = self._read_upto(1)
+            if not tag:
+                raise Truncated(
+                    f"archive is truncated (expected block {i} or end-of-archive trailer)"
+                )
+            if tag[0] == _TAG_TRAILER:
+                break
+            if tag[0] != _TAG_BLOCK:
+                raise CorruptArchive(f"unknown record tag 0x{tag[0]:02x} at offset {offset}")
+            bh = self._read_block_header(tag, i)
+            payload = self._read(bh.payload_len, f"reading block {i} payload")
+            yield bh, payload
+            i += 1
+            total_len += bh.orig_len
+        self.trailer = self._read_trailer(tag, i, total_len)
+
+
+def verify_block(bh: BlockHeader, original: bytes) -> None:
+    """Check decoded bytes against the block header: the end-to-end guarantee of decompression."""
+    if len(original) != bh.orig_len or zlib.crc32(original) != bh.data_crc:
+        raise ChecksumMismatch(f"block {bh.index}: checksum mismatch (data corrupted)")
+
+
+def describe(src: BinaryIO) -> dict[str, Any]:
+    """Summarize an archive for `shazip info`, validating its structure but decoding nothing."""
+    reader = ArchiveReader(src)
+    blocks = [
+        {
+            "index": bh.index,
+            "method": bh.method.name.lower(),
+            "lanes": bh.lanes,
+            "orig_len": bh.orig_len,
+            "payload_len": bh.payload_len,
+        }
+        for bh, _ in reader.blocks()
+    ]
+    assert reader.trailer is not None  # blocks() ran to completion
+    info: dict[str, Any] = {"format_version": FORMAT_VERSION, **asdict(reader.header)}
+    info["model_id"] = reader.header.model_id.hex()
+    info.update(
+        blocks=blocks,
+        n_blocks=reader.trailer.n_blocks,
+        total_len=reader.trailer.total_len,
+        archive_bytes=reader.bytes_read,
+    )
+    return info

@@ -1,0 +1,46 @@
+"""The one exception type users of shazip see, and its specific kinds.
+
+Every failure a user can cause (bad archive, missing model, existing output) is a
+`ShazipError` whose message is one line fit for stderr; the CLI prints it and exits
+non-zero. Subclasses exist so tests and callers can tell the cases apart.
+"""
+
+
+class ShazipError(Exception):
+    """Base class: any error shazip reports to a user."""
+
+    exit_code = 1
+
+
+class NotAnArchive(ShazipError):
+    """Input does not start with the shazip magic bytes."""
+
+
+class UnsupportedVersion(ShazipError):
+    """Archive format or engine version is newer/unknown."""
+
+
+class Truncated(ShazipError):
+    """Archive ends before its declared end."""
+
+
+class CorruptArchive(ShazipError):
+    """Archive structure is damaged (header/block header checksum, impossible field)."""
+
+
+class ChecksumMismatch(ShazipError):
+    """Decoded bytes of a block do not match the stored checksum."""
+
+
+class ModelError(ShazipError):
+    """Model file missing, invalid, or not the one an archive needs."""
+
+
+class OutputExists(ShazipError):
+    """Refusing to overwrite an existing output without --force."""
+
+
+class UsageError(ShazipError):
+    """Bad arguments or input file problems (missing file, unreadable)."""
+
+    exit_code = 2

@@ -1,0 +1,277 @@
+"""The SHA-RNN byte model (Merity 2019, "Single Headed Attention RNN", arXiv 1911.11423).
+
+Structure, following the paper and its reference implementation (Smerity/sha-rnn):
+
+    bytes -> tied embedding -> dropout -> Block x n_layers -> dropout -> tied softmax (256 bytes)
+
+    Block:  h = LN_start(h)
+            h = h + LSTM(h)                               (LSTM hidden size = d)
+            [one block only, second-last by default:]
+            m = LN_mem(h); h = LN_mid(h)
+            h = h + Attention(query=h, keys=values=[memory of past m; m])
+            h, x = LN_ff(h), LN_xff(h)
+            h = h + Boom(x)                                Boom: d -> 4d, GELU, 4 chunks of d summed
+
+Attention is single-headed with no key/value projections: keys and values are the
+layer-normed hidden states themselves, kept in a memory of the last `mem_len` states.
+The query goes through one Linear + LayerNorm. Sigmoid gates qs, ks scale query and key;
+the value gate is over-parameterized during training, vs = sigmoid(f) * tanh(c) with
+[c, f] = Linear(sigmoid(vs_raw)), and collapses to a constant vector at export
+(`collapse_vs`), since it depends on no input.
+
+Every query sees itself and at most `mem_len` earlier states (a sliding window). The same
+window is used by the sequence forward (training) and by `step` (compression), so the two
+produce the same predictions; `step` keeps the memory in a ring buffer because attention
+has no positional term and is therefore invariant to the order of its keys.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB = 256  # every byte value is a symbol, seen in training or not
+
+
+@dataclass(frozen=True)
+class Config:
+    """Model shape and regularization. `attn_layer` is a block index (negative counts from the end)."""
+
+    d_model: int = 256
+    n_layers: int = 2
+    d_boom: int = 1024
+    mem_len: int = 512
+    attn_layer: int = -2
+    dropout: float = 0.0  # on LSTM/attention/Boom outputs and before the softmax
+    dropout_in: float = 0.0  # on the embedding
+    collapsed_vs: bool = False  # True once the over-parameterized value gate is a constant
+
+    def __post_init__(self) -> None:
+        if self.d_model <= 0 or self.n_layers <= 0 or self.mem_len <= 0:
+            raise ValueError("d_model, n_layers and mem_len must be positive")
+        if self.d_boom % self.d_model:
+            raise ValueError("d_boom must be a multiple of d_model (Boom sums d_boom/d_model chunks)")
+        if not -self.n_layers <= self.attn_layer < self.n_layers:
+            raise ValueError(f"attn_layer {self.attn_layer} out of range for {self.n_layers} layers")
+
+    @property
+    def attn_index(self) -> int:
+        return self.attn_layer % self.n_layers
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Config":
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown config fields: {sorted(unknown)}")
+        return cls(**d)
+
+
+# `small` trades depth for speed on a 2-core CPU; dropout is off for presets trained for
+# less than one epoch (no text is seen twice, so there is nothing to overfit). `paper` is the
+# enwik8 model of the paper (4 x 1024, Boom 4096, memory 5000, dropout 0.1).
+PRESETS: dict[str, Config] = {
+    "tiny": Config(d_model=32, n_layers=2, d_boom=128, mem_len=24),
+    "small": Config(d_model=256, n_layers=2, d_boom=1024, mem_len=512),
+    "paper": Config(d_model=1024, n_layers=4, d_boom=4096, mem_len=5000, dropout=0.1, dropout_in=0.1),
+}
+
+
+def get_config(name: str, **overrides) -> Config:
+    if name not in PRESETS:
+        raise ValueError(f"unknown config '{name}' (choose {', '.join(PRESETS)})")
+    return replace(PRESETS[name], **overrides)
+
+
+@dataclass
+class State:
+    """Per-lane recurrent state carried between calls.
+
+    hidden: per block, LSTM (h, c), each [1, B, d].
+    mem:    attention memory [B, M, d] of layer-normed states. In the sequence forward it is
+            chronological with M <= mem_len; in `step` it is a ring of exactly mem_len slots.
+    pos:    number of bytes consumed so far (all lanes move in lockstep).
+    """
+
+    hidden: list[tuple[torch.Tensor, torch.Tensor]]
+    mem: torch.Tensor
+    pos: int = 0
+
+    def detach(self) -> "State":
+        return State([(h.detach(), c.detach()) for h, c in self.hidden], self.mem.detach(), self.pos)
+
+
+class Boom(nn.Module):
+    """d -> d_boom, GELU, then the d_boom vector is cut into d_boom/d chunks that are summed."""
+
+    def __init__(self, d: int, d_boom: int) -> None:
+        super().__init__()
+        self.up = nn.Linear(d, d_boom)
+        self.d = d
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = F.gelu(self.up(x), approximate="tanh")
+        return z.view(*z.shape[:-1], -1, self.d).sum(dim=-2)
+
+
+class Attention(nn.Module):
+    """Single-head attention over a memory of past states; no key/value projections."""
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        d = cfg.d_model
+        self.q = nn.Linear(d, d)
+        self.q_ln = nn.LayerNorm(d, eps=1e-12)
+        self.qs = nn.Parameter(torch.zeros(d))
+        self.ks = nn.Parameter(torch.zeros(d))
+        self.vs = nn.Parameter(torch.zeros(d))
+        # Over-parameterized value gate; replaced by its constant output in `collapse_vs`.
+        self.vq = None if cfg.collapsed_vs else nn.Linear(d, 2 * d)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.scale = 1.0 / math.sqrt(d)
+
+    def gates(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        qs, ks = torch.sigmoid(self.qs), torch.sigmoid(self.ks)
+        if self.vq is None:
+            return qs, ks, self.vs
+        c, f = self.vq(torch.sigmoid(self.vs)).chunk(2, dim=-1)
+        return qs, ks, torch.sigmoid(f) * torch.tanh(c)
+
+    @torch.no_grad()
+    def collapse_vs(self) -> None:
+        self.vs.copy_(self.gates()[2])
+        self.vq = None
+
+    def forward(self, h: torch.Tensor, keys: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+        """h: [B, T, d] queries; keys: [B, K, d] (also the values); visible: bool [B or 1, T, K]."""
+        # The per-dimension gates ks and vs are folded into the query and the output
+        # ((qs*q).(ks*k) = (qs*ks*q).k and sum_j w_j (vs*k_j) = vs * sum_j w_j k_j), so the
+        # memory itself is never rescaled: it is read as stored.
+        qs, ks, vs = self.gates()
+        q = self.drop(qs * ks * self.q_ln(self.q(h))) * self.scale
+        scores = torch.matmul(q, keys.transpose(1, 2)).masked_fill(~visible, float("-inf"))
+        return self.drop(vs * torch.matmul(self.drop(scores.softmax(dim=-1)), keys))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: Config, use_attn: bool) -> None:
+        super().__init__()
+        d = cfg.d_model
+        self.ln_start = nn.LayerNorm(d, eps=1e-12)
+        self.rnn = nn.LSTM(d, d, batch_first=True)
+        self.attn = Attention(cfg) if use_attn else None
+        if use_attn:
+            self.ln_mem = nn.LayerNorm(d, eps=1e-12)
+            self.ln_mid = nn.LayerNorm(d, eps=1e-12)
+        self.ln_ff = nn.LayerNorm(d, eps=1e-12)
+        self.ln_xff = nn.LayerNorm(d, eps=1e-12)
+        self.boom = Boom(d, cfg.d_boom)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, h, hidden, attend):
+        """`attend(h, m) -> mix` supplies the memory handling (sequence window or step ring)."""
+        h = self.ln_start(h)
+        x, hidden = self.rnn(h, hidden)
+        h = h + self.drop(x)
+        if self.attn is not None:
+            m = self.ln_mem(h)
+            h = self.ln_mid(h)
+            h = h + self.drop(attend(h, m))
+        h, x = self.ln_ff(h), self.ln_xff(h)
+        return h + self.drop(self.boom(x)), hidden
+
+
+class SHARNN(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(VOCAB, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg, i == cfg.attn_index) for i in range(cfg.n_layers))
+        self.out_bias = nn.Parameter(torch.zeros(VOCAB))  # softmax weight is tied to `embed`
+        self.drop_in = nn.Dropout(cfg.dropout_in)
+        self.drop_out = nn.Dropout(cfg.dropout)
+        # Small tied embedding: the input side is layer-normed anyway, and the output logits
+        # start near zero (about 8 bits/byte) instead of saturating the softmax.
+        nn.init.normal_(self.embed.weight, std=0.02)
+
+    @property
+    def attn(self) -> Attention:
+        return self.blocks[self.cfg.attn_index].attn
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def collapse_vs(self) -> None:
+        """Freeze the value gate into a constant (export); the config records it."""
+        if self.attn.vq is not None:
+            self.attn.collapse_vs()
+            self.cfg = replace(self.cfg, collapsed_vs=True)
+
+    def init_state(self, batch: int, device: torch.device | str = "cpu") -> State:
+        d = self.cfg.d_model
+        dtype = self.embed.weight.dtype
+        zeros = lambda: torch.zeros(1, batch, d, device=device, dtype=dtype)  # noqa: E731
+        return State([(zeros(), zeros()) for _ in self.blocks], torch.zeros(batch, 0, d, device=device, dtype=dtype))
+
+    def _run(self, x: torch.Tensor, state: State, attend) -> tuple[torch.Tensor, list]:
+        h = self.drop_in(self.embed(x))
+        hidden = []
+        for block, hc in zip(self.blocks, state.hidden):
+            h, hc = block(h, hc, attend)
+            hidden.append(hc)
+        logits = F.linear(self.drop_out(h), self.embed.weight, self.out_bias)
+        return logits, hidden
+
+    def forward(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        """Sequence forward for training. x: [B, T] bytes (the inputs; targets are x shifted by
+        one, handled by the caller). Returns logits [B, T, 256] and the state after x, whose
+        memory holds the last mem_len attention states (callers detach it between segments)."""
+        T, M = x.shape[1], self.cfg.mem_len
+        new_mem = state.mem
+
+        def attend(h: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+            nonlocal new_mem
+            keys = torch.cat([state.mem, m], dim=1)
+            m0 = state.mem.shape[1]
+            i = torch.arange(T, device=x.device)[:, None] + m0  # absolute key index of each query
+            j = torch.arange(keys.shape[1], device=x.device)[None, :]
+            visible = ((j <= i) & (j >= i - M))[None]
+            new_mem = keys[:, -M:]
+            return self.attn(h, keys, visible)
+
+        logits, hidden = self._run(x, state, attend)
+        return logits, State(hidden, new_mem, state.pos + T)
+
+    def init_ring(self, batch: int, device: torch.device | str = "cpu") -> State:
+        """A fresh state for `step`: zero LSTM state and an empty ring of mem_len slots."""
+        s = self.init_state(batch, device)
+        s.mem = torch.zeros(batch, self.cfg.mem_len, self.cfg.d_model, device=device, dtype=s.mem.dtype)
+        return s
+
+    def step(self, state: State, x: torch.Tensor) -> tuple[State, torch.Tensor]:
+        """One byte per lane: x [B] previous bytes -> (new state, logits [B, 256]).
+
+        The ring holds the last mem_len states; the query sees the filled slots plus itself,
+        which is exactly the sequence forward's window. The state is updated in place
+        (the ring slot is overwritten) and returned."""
+        M = self.cfg.mem_len
+        slot = state.pos % M
+        filled = min(state.pos, M)
+
+        def attend(h: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+            keys = torch.cat([state.mem, m], dim=1)  # [B, M + 1, d]
+            visible = torch.arange(M + 1, device=x.device) < filled
+            visible[M] = True
+            out = self.attn(h, keys, visible[None, None, :])
+            state.mem[:, slot] = m[:, 0]
+            return out
+
+        logits, hidden = self._run(x[:, None], state, attend)
+        return State(hidden, state.mem, state.pos + 1), logits[:, 0]

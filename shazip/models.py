@@ -1,0 +1,116 @@
+"""Model files: safetensors weights + JSON config in the metadata. Data only, never code.
+
+A model's id is the sha256 of its file; archives record it, so a decoder can prove it holds
+the very weights the encoder used. Bundled models live in `shazip/models/` and are listed in
+`shazip/models/index.json` with their sha256, which is checked on every load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+
+from .errors import ModelError
+from .model import SHARNN, Config
+
+FORMAT = "shazip-model/1"
+BUNDLED_DIR = Path(__file__).parent / "models"
+MAX_HEADER = 1 << 20  # a safetensors JSON header larger than this is not ours
+
+
+@dataclass
+class LoadedModel:
+    name: str
+    model_id: bytes  # sha256 of the file
+    model: SHARNN
+    info: dict = field(default_factory=dict)  # free-form figures recorded at export
+    path: Path | None = None
+
+    @property
+    def id_hex(self) -> str:
+        return self.model_id.hex()
+
+
+def save_model(model: SHARNN, path: str | Path, name: str, info: dict | None = None) -> str:
+    """Export: collapse the value gate, write weights atomically, return the sha256 hex id."""
+    model.collapse_vs()
+    meta = {"format": FORMAT, "name": name, "config": json.dumps(model.cfg.to_dict()),
+            "info": json.dumps(info or {})}
+    tensors = {k: v.detach().float().contiguous() for k, v in model.state_dict().items()}
+    blob = st_save(tensors, metadata=meta)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_bytes(blob)
+    os.replace(tmp, path)
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _metadata(blob: bytes, where: str) -> dict:
+    if len(blob) < 8:
+        raise ModelError(f"{where}: not a shazip model (too short)")
+    (n,) = struct.unpack("<Q", blob[:8])
+    if n > min(MAX_HEADER, len(blob) - 8):
+        raise ModelError(f"{where}: not a shazip model (not a safetensors file)")
+    try:
+        meta = json.loads(blob[8 : 8 + n]).get("__metadata__") or {}
+    except (ValueError, AttributeError):
+        raise ModelError(f"{where}: not a shazip model (not a safetensors file)") from None
+    if meta.get("format") != FORMAT:
+        raise ModelError(f"{where}: not a shazip model (format {meta.get('format')!r}, expected {FORMAT!r})")
+    return meta
+
+
+def model_from_bytes(blob: bytes, where: str, path: Path | None = None) -> LoadedModel:
+    meta = _metadata(blob, where)
+    try:
+        cfg = Config.from_dict(json.loads(meta["config"]))
+        info = json.loads(meta.get("info", "{}"))
+        tensors = st_load(blob)
+        model = SHARNN(cfg)
+        model.load_state_dict(tensors, strict=True)
+    except ModelError:
+        raise
+    except Exception as e:  # shapes, missing tensors, bad JSON: all mean "not a valid model"
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelError(f"{where}: invalid model file ({first})") from None
+    model.eval()
+    return LoadedModel(meta.get("name", path.stem if path else "model"), hashlib.sha256(blob).digest(), model, info, path)
+
+
+def bundled_index() -> dict[str, dict]:
+    idx = BUNDLED_DIR / "index.json"
+    return json.loads(idx.read_text()) if idx.exists() else {}
+
+
+def load_model(spec: str | os.PathLike = "default") -> LoadedModel:
+    """`spec` is a bundled model name or a path to a model file."""
+    idx = bundled_index()
+    if isinstance(spec, str) and spec in idx:
+        path = BUNDLED_DIR / idx[spec]["file"]
+        blob = path.read_bytes()
+        if hashlib.sha256(blob).hexdigest() != idx[spec]["sha256"]:
+            raise ModelError(f"bundled model '{spec}' is damaged (sha256 mismatch); reinstall shazip")
+        return model_from_bytes(blob, f"model '{spec}'", path)
+    path = Path(spec)
+    if not path.is_file():
+        known = ", ".join(sorted(idx)) or "none bundled"
+        raise ModelError(f"model not found: '{spec}' (bundled: {known})")
+    return model_from_bytes(path.read_bytes(), str(path), path)
+
+
+def find_model(name: str, model_id: bytes) -> LoadedModel:
+    """The bundled model an archive names, if its id matches."""
+    entry = bundled_index().get(name)
+    if entry is None or entry["sha256"] != model_id.hex():
+        raise ModelError(f"this archive needs model '{name}' (id {model_id.hex()[:16]}), which is not "
+                         f"installed; pass it with --model PATH")
+    return load_model(name)

@@ -1,0 +1,311 @@
+"""Train the SHA-RNN on any byte corpus: `shazip train CORPUS... --config small --out DIR`.
+
+Read top to bottom: options, set-up (data, model, optimizer, resume), the loop (truncated BPTT
+over B parallel streams, state carried across segments and detached), checkpoints, export.
+
+Training follows the SHA-RNN recipe: segment length jitter as in the reference implementation
+(bptt, halved 5 % of the time, plus N(0, 5) noise); LAMB with a minimum trust ratio (0.25);
+linear warm-up then a constant rate; gradient clipping; the over-parameterized value gate,
+collapsed at export. bf16 autocast on CPU keeps fp32 master weights.
+
+Determinism: given the same options, a run split by `--resume` lands on the same weights as an
+uninterrupted one on CPU: the checkpoint holds weights, optimizer, step, both RNGs, the data
+position and the carried state. Wall-clock events (checkpoints, logging) never touch them.
+
+Under `torchrun --nproc_per_node=N` the same command trains with DistributedDataParallel
+(gloo on CPU, nccl on CUDA): every rank reads its own streams; rank 0 writes checkpoints and
+metrics, after gathering every rank's carried state so that resume stays exact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import click
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from .data import ByteStreams, Corpus
+from .errors import ShazipError, UsageError
+from .model import PRESETS, SHARNN, State, get_config
+from .models import save_model
+from .optim import make_optimizer
+
+
+@dataclass
+class TrainArgs:
+    corpus: tuple[str, ...]
+    out: str
+    config: str = "small"
+    name: str | None = None
+    batch: int = 32
+    bptt: int = 128
+    lr: float = 2e-3
+    warmup: int = 200
+    clip: float = 0.25
+    optimizer: str = "lamb"
+    weight_decay: float = 0.0
+    dropout: float | None = None
+    valid_bytes: int = 2_000_000
+    steps: int | None = None
+    minutes: float | None = None
+    checkpoint_minutes: float = 5.0
+    eval_every: int = 500
+    log_every: int = 20
+    threads: int | None = None
+    bf16: bool = False
+    seed: int = 1234
+    resume: bool = False
+    progress: bool = True
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def seq_len_jitter(rng: np.random.Generator, bptt: int) -> int:
+    """Reference SHA-RNN/AWD-LSTM jitter: bptt (or bptt/2 with p=0.05) + N(0, 5), at least 5,
+    at most bptt + 20 (bounds the memory of one step)."""
+    base = bptt if rng.random() < 0.95 else bptt / 2
+    return int(min(max(5, int(rng.normal(base, 5))), bptt + 20))
+
+
+def bits_per_byte(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1)) / math.log(2)
+
+
+@torch.no_grad()
+def evaluate(model: SHARNN, corpus: Corpus, lo: int, hi: int, bptt: int, streams: int = 16) -> float:
+    """bits/byte over bytes [lo, hi) read as `streams` contiguous streams (memory carried)."""
+    model.eval()
+    streams = max(1, min(streams, (hi - lo) // (bptt + 1)))
+    data = ByteStreams(corpus, lo, hi, streams)
+    state, total, count = model.init_state(streams), 0.0, 0
+    while data.pos + bptt + 1 <= data.span:
+        batch, _ = data.next_batch(bptt)
+        x = torch.from_numpy(batch.astype(np.int64))
+        logits, state = model(x[:, :-1], state)
+        total += bits_per_byte(logits, x[:, 1:]).item() * x[:, 1:].numel()
+        count += x[:, 1:].numel()
+    model.train()
+    return total / max(count, 1)
+
+
+def lr_at(args: TrainArgs, step: int) -> float:
+    return args.lr * min(1.0, (step + 1) / max(1, args.warmup))
+
+
+def atomic_save(obj, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+class Stop:
+    """Set by SIGINT/SIGTERM; the loop finishes its step, checkpoints and exits cleanly."""
+
+    def __init__(self) -> None:
+        self.flag = False
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._set)
+
+    def _set(self, *_) -> None:
+        self.flag = True
+
+
+# ----------------------------------------------------------------------------- training
+
+def train(args: TrainArgs) -> dict:
+    """Runs (or resumes) a training run; returns the final metrics record."""
+    ddp = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if torch.cuda.is_available() else torch.device("cpu")
+    if ddp:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    rank, world = (dist.get_rank(), dist.get_world_size()) if ddp else (0, 1)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    ckpt_path = out / "checkpoint.pt"
+    if rank == 0:
+        out.mkdir(parents=True, exist_ok=True)
+
+    # --- data: the last valid_bytes are held out, never trained on
+    corpus = Corpus(list(args.corpus))
+    train_hi = len(corpus) - args.valid_bytes
+    if train_hi < (args.bptt + 21) * args.batch * world:
+        raise UsageError(f"corpus too short: {len(corpus)} bytes leave {max(train_hi, 0)} for training, "
+                         f"need at least {(args.bptt + 21) * args.batch * world} "
+                         f"({args.batch * world} streams of one segment)")
+    streams = ByteStreams(corpus, 0, train_hi, args.batch, first_stream=rank * args.batch,
+                          total_streams=args.batch * world)
+
+    # --- model and optimizer
+    overrides = {} if args.dropout is None else {"dropout": args.dropout, "dropout_in": args.dropout}
+    cfg = get_config(args.config, **overrides)
+    torch.manual_seed(args.seed)
+    model = SHARNN(cfg).to(device)
+    opt = make_optimizer(args.optimizer, model.parameters(), args.lr, args.weight_decay)
+    rng = np.random.default_rng(args.seed)
+    step, bytes_seen, state = 0, 0, model.init_state(args.batch, device)
+
+    if args.resume:
+        if not ckpt_path.exists():
+            raise UsageError(f"--resume: no checkpoint at {ckpt_path}")
+        ck = torch.load(ckpt_path, map_location=device, weights_only=False)
+        if ck["config"] != cfg.to_dict() or ck["batch"] != args.batch or ck["world"] != world \
+                or ck["corpus"] != [str(p) for p in args.corpus] or ck["valid_bytes"] != args.valid_bytes:
+            raise UsageError(f"--resume: checkpoint {ckpt_path} was made with a different config, corpus, "
+                             f"batch or world size")
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        rng.bit_generator.state = ck["numpy_rng"]
+        torch.set_rng_state(ck["torch_rng"])
+        step, bytes_seen, streams.pos = ck["step"], ck["bytes_seen"], ck["data_pos"]
+        h, c, mem = ck["carried"][rank]
+        state = State([(a.to(device), b.to(device)) for a, b in zip(h, c)], mem.to(device))
+    elif rank == 0 and ckpt_path.exists():
+        raise UsageError(f"{out} already holds a checkpoint: pass --resume to continue it or choose another --out")
+
+    net = torch.nn.parallel.DistributedDataParallel(model) if ddp else model
+    metrics = open(out / "metrics.jsonl", "a") if rank == 0 else None
+    stop = Stop()
+    t_start = t_ckpt = t_log = time.time()
+    log_bits, log_bytes, log_step0 = 0.0, 0, step
+    record: dict = {}
+
+    def checkpoint() -> None:
+        carried = [[h for h, _ in state.hidden], [c for _, c in state.hidden], state.mem]
+        carried = [[t.cpu() for t in carried[0]], [t.cpu() for t in carried[1]], carried[2].cpu()]
+        gathered = [None] * world
+        if ddp:
+            dist.all_gather_object(gathered, carried)
+        else:
+            gathered = [carried]
+        if rank == 0:
+            atomic_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "config": cfg.to_dict(),
+                         "batch": args.batch, "world": world, "corpus": [str(p) for p in args.corpus],
+                         "valid_bytes": args.valid_bytes, "step": step, "bytes_seen": bytes_seen,
+                         "data_pos": streams.pos, "numpy_rng": rng.bit_generator.state,
+                         "torch_rng": torch.get_rng_state(), "carried": gathered, "args": asdict(args)},
+                        ckpt_path)
+
+    def should_stop() -> bool:
+        done = (args.steps is not None and step >= args.steps) or stop.flag or \
+               (args.minutes is not None and time.time() - t_start >= 60 * args.minutes)
+        if ddp:  # every rank must leave the loop at the same step
+            t = torch.tensor([int(done)], device=device)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            done = bool(t.item())
+        return done
+
+    model.train()
+    while not should_stop():
+        seq_len = seq_len_jitter(rng, args.bptt)
+        batch, wrapped = streams.next_batch(seq_len)
+        if wrapped:
+            state = model.init_state(args.batch, device)
+        x = torch.from_numpy(batch.astype(np.int64)).to(device)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(args, step)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+            logits, new_state = net(x[:, :-1], state)
+        loss = bits_per_byte(logits, x[:, 1:])
+        opt.zero_grad(set_to_none=True)
+        (loss * math.log(2)).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        opt.step()
+        state = new_state.detach()
+        step += 1
+        bytes_seen += seq_len * args.batch * world
+        log_bits += loss.item() * seq_len * args.batch
+        log_bytes += seq_len * args.batch
+
+        now = time.time()
+        if rank == 0 and (step % args.log_every == 0 or step % args.eval_every == 0):
+            record = {"step": step, "bytes_seen": bytes_seen, "train_bpc": round(log_bits / log_bytes, 4),
+                      "bytes_per_s": round(log_bytes * world / (now - t_log), 1), "lr": lr_at(args, step - 1),
+                      "time": round(now - t_start, 1)}
+            if step % args.eval_every == 0:
+                record["valid_bpc"] = round(evaluate(model, corpus, train_hi, len(corpus), args.bptt), 4)
+            metrics.write(json.dumps(record) + "\n")
+            metrics.flush()
+            if args.progress:
+                extra = f" valid {record['valid_bpc']:.3f}" if "valid_bpc" in record else ""
+                print(f"step {step} | {bytes_seen / 1e6:.2f} MB | train {record['train_bpc']:.3f} bpc{extra} | "
+                      f"{record['bytes_per_s'] / 1e3:.1f} KB/s", file=sys.stderr, flush=True)
+            log_bits, log_bytes, t_log = 0.0, 0, time.time()
+        if now - t_ckpt >= 60 * args.checkpoint_minutes:
+            checkpoint()
+            t_ckpt = time.time()
+
+    checkpoint()
+    if rank == 0:
+        final = {"step": step, "bytes_seen": bytes_seen,
+                 "valid_bpc": round(evaluate(model, corpus, train_hi, len(corpus), args.bptt), 4),
+                 "time": round(time.time() - t_start, 1), "final": True}
+        metrics.write(json.dumps(final) + "\n")
+        metrics.close()
+        name = args.name or out.name
+        info = {"params": model.num_params(), "bytes_seen": bytes_seen, "steps": step,
+                "valid_bpc": final["valid_bpc"], "config_name": args.config}
+        export = SHARNN(model.cfg)
+        export.load_state_dict(model.state_dict())
+        digest = save_model(export, out / f"{name}.safetensors", name, info)
+        final["model_id"] = digest
+        print(f"exported {out / f'{name}.safetensors'} sha256 {digest}", file=sys.stderr)
+        print(digest)
+        record = final
+    if ddp:
+        dist.destroy_process_group()
+    return record
+
+
+# ----------------------------------------------------------------------------- command line
+
+@click.command("train")
+@click.argument("corpus", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", required=True, help="Run folder: checkpoint.pt, metrics.jsonl, NAME.safetensors.")
+@click.option("--config", default="small", show_default=True, help=f"Preset: {', '.join(PRESETS)}.")
+@click.option("--name", default=None, help="Exported model name (default: the --out folder name).")
+@click.option("--batch", default=32, show_default=True, help="Parallel streams per process.")
+@click.option("--bptt", default=128, show_default=True, help="Mean segment length (bytes).")
+@click.option("--lr", default=2e-3, show_default=True)
+@click.option("--warmup", default=200, show_default=True, help="Linear warm-up steps.")
+@click.option("--clip", default=0.25, show_default=True, help="Gradient norm clip.")
+@click.option("--optimizer", type=click.Choice(["lamb", "adamw"]), default="lamb", show_default=True)
+@click.option("--weight-decay", default=0.0, show_default=True)
+@click.option("--dropout", type=float, default=None, help="Override the preset's dropout.")
+@click.option("--valid-bytes", default=2_000_000, show_default=True, help="Held out from the corpus end.")
+@click.option("--steps", type=int, default=None, help="Stop after this many steps in total.")
+@click.option("--minutes", type=float, default=None, help="Stop after this much wall time (this run).")
+@click.option("--checkpoint-minutes", default=5.0, show_default=True)
+@click.option("--eval-every", default=500, show_default=True, help="Validation every N steps.")
+@click.option("--log-every", default=20, show_default=True)
+@click.option("--threads", type=int, default=None, help="torch CPU threads.")
+@click.option("--bf16/--fp32", default=False, show_default=True,
+              help="bf16 autocast, fp32 master weights (slower than fp32 on a CPU without AMX).")
+@click.option("--seed", default=1234, show_default=True)
+@click.option("--resume", is_flag=True, help="Continue the checkpoint in --out exactly.")
+@click.option("-q", "--quiet", is_flag=True)
+def train_command(quiet: bool, **kw) -> None:
+    """Train a SHA-RNN on CORPUS files (plain or .zst) and export a model file."""
+    kw["corpus"] = tuple(kw["corpus"])
+    try:
+        train(TrainArgs(progress=not quiet, **kw))
+    except ShazipError as e:
+        click.echo(f"shazip: {e}", err=True)
+        sys.exit(e.exit_code)
+    except ValueError as e:
+        click.echo(f"shazip: {e}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    train_command()

@@ -1,0 +1,47 @@
+"""Shared fixtures: real text, and `tiny` models (random, and trained a few seconds).
+
+Tests never need ../shared: the fixture text is committed (tests/data/README.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from shazip.model import SHARNN, get_config
+from shazip.models import load_model, save_model
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def text() -> bytes:
+    return (DATA / "wiki.xml").read_bytes()
+
+
+@pytest.fixture(scope="session")
+def random_model_path(tmp_path_factory) -> Path:
+    """A tiny model with random weights (gates randomized too, so every path is exercised)."""
+    torch.manual_seed(7)
+    m = SHARNN(get_config("tiny"))
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    path = tmp_path_factory.mktemp("models") / "tiny-random.safetensors"
+    save_model(m, path, "tiny-random")
+    return path
+
+
+@pytest.fixture(scope="session")
+def random_model(random_model_path):
+    return load_model(random_model_path)
+
+
+@pytest.fixture(scope="session")
+def other_model_path(tmp_path_factory) -> Path:
+    """A second tiny model (different weights, same name) for model-mismatch tests."""
+    torch.manual_seed(8)
+    path = tmp_path_factory.mktemp("models") / "tiny-random.safetensors"
+    save_model(SHARNN(get_config("tiny")), path, "tiny-random")
+    return path

@@ -1,0 +1,115 @@
+"""Python API round trips through the model path, and what corrupt input does."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import shazip
+from shazip.codec import lane_lengths
+from shazip.container import ArchiveReader, Method
+from shazip.errors import ChecksumMismatch, CorruptArchive, ModelError, ShazipError
+
+MODEL_ONLY = frozenset({Method.MODEL})
+
+
+@pytest.mark.parametrize("data", [b"", b"x", bytes(range(256)), "naïve café — 日本語 ✓\n".encode() * 40])
+def test_small_inputs_round_trip(random_model, data):
+    for methods in (MODEL_ONLY, frozenset(Method)):
+        blob = shazip.compress(data, model=random_model, methods=methods)
+        assert shazip.decompress(blob, model=random_model) == data
+
+
+@pytest.mark.parametrize("lanes", [1, 3, 7])
+def test_model_coded_text_round_trips_with_lanes(random_model, text, lanes):
+    data = text[:9000]
+    blob = shazip.compress(data, model=random_model, lanes=lanes, block_size=4000, methods=MODEL_ONLY)
+    assert shazip.decompress(blob, model=random_model) == data
+    blocks = list(ArchiveReader(io.BytesIO(blob)).blocks())
+    assert [b.method for b, _ in blocks] == [Method.MODEL] * 3
+    assert all(b.lanes == min(lanes, max(1, b.orig_len // 1024)) for b, _ in blocks)
+
+
+def test_lane_lengths_cover_block():
+    for n in range(0, 50):
+        for lanes in range(1, 9):
+            ln = lane_lengths(n, lanes)
+            assert ln.sum() == n and (np.diff(ln) <= 0).all()
+
+
+def test_random_bytes_do_not_grow(random_model):
+    data = os.urandom(100_000)
+    blob = shazip.compress(data, model=random_model, block_size=30_000)
+    # header + 4 block headers + trailer: a fixed overhead, nothing proportional to the data
+    assert len(blob) <= len(data) + 51 + len("tiny-random") + 4 * 24 + 17
+    assert shazip.decompress(blob, model=random_model) == data
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.binary(max_size=3000), st.integers(1, 5), st.integers(200, 2000))
+def test_any_bytes_round_trip(random_model, data, lanes, block_size):
+    blob = shazip.compress(data, model=random_model, lanes=lanes, block_size=block_size, methods=MODEL_ONLY)
+    assert shazip.decompress(blob, model=random_model) == data
+
+
+def _payload_offsets(blob: bytes) -> list[tuple[int, int]]:
+    """(start, length) of each block payload inside the archive."""
+    reader = ArchiveReader(io.BytesIO(blob))
+    out, pos = [], len(reader.header.pack())
+    for bh, payload in reader.blocks():
+        pos += 24
+        out.append((pos, bh.payload_len))
+        pos += bh.payload_len
+    return out
+
+
+@pytest.mark.parametrize("methods", [MODEL_ONLY, frozenset({Method.ZSTD}), frozenset({Method.RAW})])
+def test_flipped_payload_bit_is_named_by_block(random_model, text, methods):
+    blob = bytearray(shazip.compress(text[:6000], model=random_model, block_size=2000, methods=methods))
+    start, length = _payload_offsets(bytes(blob))[1]
+    for bit in (0, 8 * length // 2 + 3, 8 * length - 1):
+        bad = bytearray(blob)
+        bad[start + bit // 8] ^= 1 << (bit % 8)
+        with pytest.raises((ChecksumMismatch, CorruptArchive), match="block 1"):
+            shazip.decompress(bytes(bad), model=random_model)
+
+
+def test_wrong_model_is_refused(random_model, other_model_path, text):
+    blob = shazip.compress(text[:3000], model=random_model, methods=MODEL_ONLY)
+    with pytest.raises(ModelError, match="wrong model"):
+        shazip.decompress(blob, model=shazip.load(str(other_model_path)))
+    with pytest.raises(ModelError, match="needs model 'tiny-random'"):
+        shazip.decompress(blob)
+
+
+def test_stored_blocks_decode_without_the_model(random_model):
+    data = os.urandom(5000)
+    blob = shazip.compress(data, model=random_model)
+    assert shazip.decompress(blob) == data  # no model given, none installed: not needed
+
+
+def test_api_from_threads(random_model, text):
+    results: dict[int, bool] = {}
+
+    def work(i: int) -> None:
+        data = text[i * 1500 : (i + 1) * 1500]
+        blob = shazip.compress(data, model=random_model, methods=MODEL_ONLY)
+        results[i] = shazip.decompress(blob, model=random_model) == data
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {0: True, 1: True, 2: True}
+
+
+def test_errors_are_shazip_errors():
+    for bad in (b"", b"PK\x03\x04 not ours", b"SHZ\x89\x09"):
+        with pytest.raises(ShazipError):
+            shazip.decompress(bad)

@@ -1,0 +1,557 @@
+"""Tests for the `shazip` command line: round trips, default names, every user-facing error.
+
+Most tests run the click command in-process with CliRunner (fast); a few use real subprocesses
+(`python -m shazip`) where only a real process shows the behaviour: pipes, and no terminal.
+
+No model is bundled yet, so compress/decompress get `--model <random_model_path>`. The random
+model never beats zstd, so archives with model-coded blocks are made through the API with
+`methods={Method.MODEL}` on data it predicts well (zero bytes: about 4.6 bits/byte).
+
+Every error test checks: the exit code, a key phrase of the one-line `shazip: ...` message, that
+no exception escaped (CliRunner would otherwise swallow a traceback), and that the directory
+holds nothing beyond what was there before (no output, no temporary file).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import zstandard
+from click.testing import CliRunner
+
+from shazip.api import compress as api_compress
+from shazip.api import decompress as api_decompress
+from shazip.cli import main
+from shazip.container import ArchiveReader, Method
+from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
+
+ZEROS = b"\x00" * 600  # 3 model-coded blocks of 200 bytes (1 lane each)
+ZEROS_BLOCK = 200
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def run(*args):
+    """`shazip ARGS` in-process (CliRunner keeps stdout and stderr apart since click 8.2)."""
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=True)
+
+
+def run_in(args, data: bytes):
+    return CliRunner().invoke(main, [str(a) for a in args], input=data, catch_exceptions=True)
+
+
+def assert_ok(r) -> None:
+    assert r.exception is None, f"exit {r.exit_code}, exception {r.exception!r}, stderr {r.stderr!r}"
+    assert r.exit_code == 0, r.stderr
+
+
+def listing(d: Path) -> list[str]:
+    return sorted(os.listdir(d))
+
+
+def assert_fails(r, phrase: str, d: Path, before: list[str], code: int | None = None) -> str:
+    """Clean failure: non-zero exit via sys.exit, one `shazip: ...` line, nothing left behind."""
+    assert r.exit_code != 0, f"expected failure, got exit 0 (stdout {r.stdout_bytes[:80]!r})"
+    assert isinstance(r.exception, SystemExit), f"uncaught exception (would be a traceback): {r.exception!r}"
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("shazip: "), r.stderr
+    assert phrase.lower() in lines[0].lower(), lines[0]
+    if code is not None:
+        assert r.exit_code == code, (r.exit_code, lines[0])
+    assert listing(d) == before, f"left behind: {set(listing(d)) - set(before)}"
+    return lines[0]
+
+
+def payload_spans(archive: bytes) -> list[tuple[int, int, Method]]:
+    """(offset, length, method) of every block's payload, found with the archive reader."""
+    reader = ArchiveReader(io.BytesIO(archive))
+    spans = []
+    for bh, payload in reader.blocks():
+        start = reader.bytes_read - bh.payload_len
+        assert archive[start : start + bh.payload_len] == payload
+        spans.append((start, bh.payload_len, bh.method))
+    return spans
+
+
+def flip(data: bytes, offset: int, bit: int) -> bytes:
+    b = bytearray(data)
+    b[offset] ^= 1 << bit
+    return bytes(b)
+
+
+def cli_round_trip(tmp_path: Path, data: bytes, model: Path, *extra) -> Path:
+    src = tmp_path / "in.bin"
+    src.write_bytes(data)
+    assert_ok(run("compress", src, "--model", model, "-q", *extra))
+    arc = tmp_path / "in.bin.shz"
+    assert arc.is_file() and src.read_bytes() == data
+    out = tmp_path / "out.bin"
+    assert_ok(run("decompress", arc, "-o", out, "--model", model, "-q"))
+    assert out.read_bytes() == data
+    assert listing(tmp_path) == ["in.bin", "in.bin.shz", "out.bin"]
+    return arc
+
+
+def shazip_cmd(*args) -> list[str]:
+    return [sys.executable, "-m", "shazip", *map(str, args)]
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def model_archive(random_model) -> bytes:
+    """Three model-coded blocks (forced with methods={MODEL}), threads=1 as the CLI uses."""
+    a = api_compress(ZEROS, model=random_model, methods=frozenset({Method.MODEL}),
+                     block_size=ZEROS_BLOCK, threads=1)
+    assert [m for _, _, m in payload_spans(a)] == [Method.MODEL] * 3
+    return a
+
+
+@pytest.fixture(scope="module")
+def zstd_archive(random_model, text) -> bytes:
+    a = api_compress(text[:6000], model=random_model, methods=frozenset({Method.ZSTD}), block_size=2000)
+    assert [m for _, _, m in payload_spans(a)] == [Method.ZSTD] * 3
+    return a
+
+
+@pytest.fixture(scope="module")
+def raw_archive(random_model, text) -> bytes:
+    a = api_compress(text[:600], model=random_model, methods=frozenset({Method.RAW}), block_size=200)
+    assert [m for _, _, m in payload_spans(a)] == [Method.RAW] * 3
+    return a
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+# ---------------------------------------------------------------- 1. round trips
+
+
+@pytest.mark.parametrize("data", [
+    b"",
+    b"x",
+    bytes(range(256)),
+    ("Grüße, 世界! Ελληνικά — naïve café ✓ 🎉 𝄞\n" * 8).encode("utf-8"),
+], ids=["empty", "one-byte", "all-256-values", "utf8-multibyte"])
+def test_round_trip(tmp_path, random_model_path, data):
+    cli_round_trip(tmp_path, data, random_model_path)
+
+
+def test_round_trip_random_binary_does_not_expand(tmp_path, random_model_path):
+    data = random.Random(1).randbytes(20_000)
+    arc = cli_round_trip(tmp_path, data, random_model_path)
+    # incompressible: stored raw, so the archive is the input plus framing only (docs/format.md):
+    # header 51 + len("tiny-random") = 62, one block header 24, trailer 17 -> 103 bytes
+    overhead = 51 + len("tiny-random") + 24 + 17
+    assert arc.stat().st_size == len(data) + overhead
+    assert json.loads(run("info", arc, "--json").stdout)["blocks"][0]["method"] == "raw"
+
+
+def test_round_trip_text_several_blocks(tmp_path, random_model_path, text):
+    arc = cli_round_trip(tmp_path, text, random_model_path, "--block-size", 20000)
+    r = run("info", arc, "--json")
+    assert_ok(r)
+    d = json.loads(r.stdout)
+    assert d["n_blocks"] == len(d["blocks"]) == -(-len(text) // 20000) > 1
+    assert d["total_len"] == len(text) == sum(b["orig_len"] for b in d["blocks"])
+    assert d["block_size"] == 20000 and d["model_name"] == "tiny-random"
+    assert d["archive_bytes"] == arc.stat().st_size
+
+
+def test_round_trip_model_coded_blocks(tmp_path, random_model_path, model_archive):
+    """The CLI decodes model-coded payloads (made through the API: the CLI cannot force them)."""
+    arc = write(tmp_path, "z.shz", model_archive)
+    assert_ok(run("decompress", arc, "--model", random_model_path, "-q"))
+    assert (tmp_path / "z").read_bytes() == ZEROS
+
+
+def test_round_trip_stdin_stdout_in_process(random_model_path, text):
+    data = text[:500]
+    r = run_in(["compress", "-", "-c", "--model", random_model_path, "-q"], data)
+    assert_ok(r)
+    assert r.stdout_bytes.startswith(b"SHZ\x89")
+    r2 = run_in(["decompress", "-", "-c", "--model", random_model_path, "-q"], r.stdout_bytes)
+    assert_ok(r2)
+    assert r2.stdout_bytes == data
+
+
+def test_round_trip_through_a_pipe(tmp_path, random_model_path, text):
+    """`shazip compress - -c | shazip decompress - -c`, several blocks through real pipes."""
+    data = random.Random(2).randbytes(32768) + text[:700]
+    comp = subprocess.Popen(shazip_cmd("compress", "-", "-c", "--model", random_model_path,
+                                       "--block-size", 16384),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    dec = subprocess.Popen(shazip_cmd("decompress", "-", "-c", "--model", random_model_path),
+                           stdin=comp.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    comp.stdout.close()  # only `dec` reads it now
+    comp.stdin.write(data)
+    comp.stdin.close()
+    out, dec_err = dec.communicate(timeout=120)
+    comp_err = comp.stderr.read()
+    comp.stderr.close()
+    assert comp.wait(timeout=120) == 0, comp_err
+    assert dec.returncode == 0, dec_err
+    assert comp_err == b"" and dec_err == b""
+    assert out == data
+    assert listing(tmp_path) == []
+
+
+def test_works_without_a_tty(tmp_path, random_model_path):
+    """No terminal anywhere: no progress bar written, no prompt, output produced."""
+    data = random.Random(3).randbytes(5000)
+    src = write(tmp_path, "f.bin", data)
+    p = subprocess.run(shazip_cmd("compress", src.name, "--model", random_model_path), cwd=tmp_path,
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b"" and p.stderr == b""
+    assert listing(tmp_path) == ["f.bin", "f.bin.shz"]
+    assert_ok(run("decompress", tmp_path / "f.bin.shz", "-o", tmp_path / "g.bin", "--model", random_model_path))
+    assert (tmp_path / "g.bin").read_bytes() == data
+
+
+def test_refuses_to_write_archive_to_a_terminal(tmp_path, random_model_path):
+    """The counterpart: compressed data to a tty is refused (stdout is a pseudo-terminal)."""
+    src = write(tmp_path, "f.bin", b"hello")
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run(shazip_cmd("compress", src.name, "-c", "--model", random_model_path), cwd=tmp_path,
+                           stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert p.returncode == 2
+    assert b"refusing to write compressed data to a terminal" in p.stderr
+    assert b"Traceback" not in p.stderr
+    assert listing(tmp_path) == ["f.bin"]
+
+
+# ---------------------------------------------------------------- 2. default names
+
+
+def test_compress_default_name_keeps_input(tmp_path, random_model_path):
+    src = write(tmp_path, "notes.txt", b"some notes\n")
+    assert_ok(run("compress", src, "--model", random_model_path, "-q"))
+    assert listing(tmp_path) == ["notes.txt", "notes.txt.shz"]
+    assert src.read_bytes() == b"some notes\n"
+    assert_ok(run("compress", src, "-k", "-f", "--model", random_model_path, "-q"))  # -k: same thing
+    assert listing(tmp_path) == ["notes.txt", "notes.txt.shz"]
+
+
+def test_decompress_default_name_strips_suffix(tmp_path, random_model_path):
+    src = write(tmp_path, "notes.txt", b"some notes\n")
+    assert_ok(run("compress", src, "--model", random_model_path, "-q"))
+    src.unlink()
+    assert_ok(run("decompress", tmp_path / "notes.txt.shz", "--model", random_model_path, "-q"))
+    assert src.read_bytes() == b"some notes\n"
+    assert listing(tmp_path) == ["notes.txt", "notes.txt.shz"]  # archive kept by default
+
+
+def test_decompress_with_output_option(tmp_path, random_model_path):
+    src = write(tmp_path, "a.txt", b"abc")
+    assert_ok(run("compress", src, "--model", random_model_path, "-q"))
+    assert_ok(run("decompress", tmp_path / "a.txt.shz", "-o", tmp_path / "b.txt", "--model", random_model_path))
+    assert (tmp_path / "b.txt").read_bytes() == b"abc"
+    assert listing(tmp_path) == ["a.txt", "a.txt.shz", "b.txt"]
+
+
+def test_rm_removes_input_after_success(tmp_path, random_model_path):
+    src = write(tmp_path, "a.txt", b"remove me")
+    assert_ok(run("compress", src, "--rm", "--model", random_model_path, "-q"))
+    assert listing(tmp_path) == ["a.txt.shz"]
+    assert_ok(run("decompress", tmp_path / "a.txt.shz", "--rm", "--model", random_model_path, "-q"))
+    assert listing(tmp_path) == ["a.txt"]
+    assert src.read_bytes() == b"remove me"
+
+
+def test_rm_keeps_input_on_failure(tmp_path, random_model_path):
+    arc = write(tmp_path, "bad.shz", b"this is not an archive\n")
+    before = listing(tmp_path)
+    assert_fails(run("decompress", arc, "--rm", "--model", random_model_path), "not a shazip archive", tmp_path,
+                 before, code=1)
+    assert arc.read_bytes() == b"this is not an archive\n"
+
+
+def test_decompress_unknown_suffix(tmp_path, random_model_path):
+    arc = write(tmp_path, "data.bin", b"whatever")
+    before = listing(tmp_path)
+    assert_fails(run("decompress", arc, "--model", random_model_path), "unknown suffix", tmp_path, before, code=2)
+
+
+# ---------------------------------------------------------------- 3. errors
+
+
+def test_input_missing(tmp_path, random_model_path):
+    assert_fails(run("compress", tmp_path / "nope.txt", "--model", random_model_path), "no such file",
+                 tmp_path, [], code=2)
+    assert_fails(run("decompress", tmp_path / "nope.shz", "--model", random_model_path), "no such file",
+                 tmp_path, [], code=2)
+    assert_fails(run("info", tmp_path / "nope.shz"), "no such file", tmp_path, [], code=2)
+
+
+def test_input_is_a_directory(tmp_path, random_model_path):
+    (tmp_path / "d").mkdir()
+    assert_fails(run("compress", tmp_path / "d", "--model", random_model_path), "is a directory",
+                 tmp_path, ["d"], code=2)
+
+
+def test_not_an_archive(tmp_path, random_model_path):
+    arc = write(tmp_path, "x.shz", b"plain text, no magic here\n")
+    before = listing(tmp_path)
+    assert_fails(run("decompress", arc, "--model", random_model_path), "not a shazip archive", tmp_path, before,
+                 code=1)
+    assert_fails(run("info", arc), "not a shazip archive", tmp_path, before, code=1)
+
+
+def test_unsupported_version(tmp_path, random_model_path, raw_archive):
+    assert raw_archive[4] == 1  # format_version, docs/format.md
+    data = bytearray(raw_archive)
+    data[4] = 9
+    arc = write(tmp_path, "v.shz", bytes(data))
+    before = listing(tmp_path)
+    msg = assert_fails(run("decompress", arc, "--model", random_model_path), "version 9 is not supported",
+                       tmp_path, before, code=1)
+    assert "format" in msg
+
+
+def test_truncated_archive(tmp_path, random_model_path, raw_archive):
+    arc = write(tmp_path, "t.shz", raw_archive[: len(raw_archive) // 2])
+    before = listing(tmp_path)
+    assert_fails(run("decompress", arc, "--model", random_model_path), "truncated", tmp_path, before, code=1)
+    assert_fails(run("info", arc), "truncated", tmp_path, before, code=1)
+
+
+def test_truncated_archive_to_stdout_fails(random_model_path, raw_archive):
+    r = run_in(["decompress", "-", "-c", "--model", random_model_path], raw_archive[:-1])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit)
+    assert "truncated" in r.stderr
+
+
+def test_model_block_bitflip_names_the_block(tmp_path, random_model_path, model_archive):
+    """A flipped payload bit of model-coded block 1 is caught and the message names block 1."""
+    start, n, method = payload_spans(model_archive)[1]
+    assert method == Method.MODEL and n > 5
+    arc = write(tmp_path, "z.shz", flip(model_archive, start + 5, 4))
+    before = listing(tmp_path)
+    msg = assert_fails(run("decompress", arc, "--model", random_model_path, "-q"), "block 1", tmp_path, before,
+                       code=1)
+    assert "checksum mismatch" in msg or "damaged" in msg
+
+
+def test_model_coder_failure_names_the_block(tmp_path, random_model_path, random_model, model_archive):
+    """Some flips make the range decoder itself fail (not the checksum): that message must name
+    the block too. The flip below reaches the coder error with the seeded fixture model."""
+    start, n, _ = payload_spans(model_archive)[1]
+    bad = flip(model_archive, start + 10, 7)
+    try:
+        api_decompress(bad, model=random_model)
+    except CorruptArchive as e:
+        if "model-coded data is damaged" not in str(e):
+            pytest.skip(f"this flip does not reach the coder error here: {e}")
+    except ShazipError as e:
+        pytest.skip(f"this flip does not reach the coder error here: {e}")
+    arc = write(tmp_path, "z.shz", bad)
+    before = listing(tmp_path)
+    assert_fails(run("decompress", arc, "--model", random_model_path, "-q"), "block 1", tmp_path, before, code=1)
+
+
+def test_model_not_found_on_compress(tmp_path):
+    src = write(tmp_path, "a.txt", b"hello")
+    assert_fails(run("compress", src, "--model", "/nonexistent"), "model not found", tmp_path, ["a.txt"], code=1)
+
+
+def test_model_not_found_on_decompress(tmp_path, model_archive):
+    arc = write(tmp_path, "z.shz", model_archive)
+    assert_fails(run("decompress", arc, "--model", "/nonexistent"), "model not found", tmp_path, ["z.shz"],
+                 code=1)
+
+
+def test_model_file_is_not_a_model(tmp_path):
+    src = write(tmp_path, "a.txt", b"hello")
+    bogus = write(tmp_path, "bogus.safetensors", b"\x00" * 64)
+    assert_fails(run("compress", src, "--model", bogus), "not a shazip model", tmp_path,
+                 ["a.txt", "bogus.safetensors"], code=1)
+
+
+def test_archive_needs_model_that_is_not_installed(tmp_path, model_archive):
+    arc = write(tmp_path, "z.shz", model_archive)
+    msg = assert_fails(run("decompress", arc), "tiny-random", tmp_path, ["z.shz"], code=1)
+    assert "not installed" in msg and "--model" in msg
+
+
+def test_wrong_model(tmp_path, other_model_path, model_archive):
+    arc = write(tmp_path, "z.shz", model_archive)
+    assert_fails(run("decompress", arc, "--model", other_model_path), "wrong model", tmp_path, ["z.shz"], code=1)
+
+
+def test_output_exists_compress(tmp_path, random_model_path):
+    src = write(tmp_path, "a.txt", b"new content")
+    arc = write(tmp_path, "a.txt.shz", b"precious")
+    before = listing(tmp_path)
+    assert_fails(run("compress", src, "--model", random_model_path, "-q"), "already exists", tmp_path, before,
+                 code=1)
+    assert arc.read_bytes() == b"precious"
+    assert_ok(run("compress", src, "-f", "--model", random_model_path, "-q"))
+    assert listing(tmp_path) == before
+    assert arc.read_bytes().startswith(b"SHZ\x89")
+    src.unlink()
+    assert_ok(run("decompress", arc, "--model", random_model_path, "-q"))
+    assert src.read_bytes() == b"new content"
+
+
+def test_output_exists_decompress(tmp_path, random_model_path):
+    src = write(tmp_path, "a.txt", b"archived")
+    assert_ok(run("compress", src, "--model", random_model_path, "-q"))
+    src.write_bytes(b"precious")
+    before = listing(tmp_path)
+    assert_fails(run("decompress", tmp_path / "a.txt.shz", "--model", random_model_path), "already exists",
+                 tmp_path, before, code=1)
+    assert src.read_bytes() == b"precious"
+    assert_ok(run("decompress", tmp_path / "a.txt.shz", "-f", "--model", random_model_path))
+    assert src.read_bytes() == b"archived"
+    assert listing(tmp_path) == before
+
+
+def test_failed_decompress_with_force_keeps_existing_output(tmp_path, random_model_path, raw_archive):
+    """-f replaces the output only after the whole archive decoded and verified."""
+    arc = write(tmp_path, "t.shz", raw_archive[:-5])
+    out = write(tmp_path, "t", b"precious")
+    before = listing(tmp_path)
+    assert_fails(run("decompress", arc, "-f", "--model", random_model_path), "truncated", tmp_path, before)
+    assert out.read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (["--block-size", "0"], "--block-size must be between"),
+    (["--lanes", "0"], "--lanes must be between"),
+], ids=["block-size-0", "lanes-0"])
+def test_bad_numeric_options(tmp_path, random_model_path, args, phrase):
+    src = write(tmp_path, "a.txt", b"hello")
+    assert_fails(run("compress", src, "--model", random_model_path, *args), phrase, tmp_path, ["a.txt"], code=2)
+
+
+# ---------------------------------------------------------------- 4. flipped bits in zstd / raw blocks
+
+
+def test_raw_block_bitflip_names_the_block(tmp_path, random_model_path, raw_archive):
+    start, n, _ = payload_spans(raw_archive)[1]
+    arc = write(tmp_path, "r.shz", flip(raw_archive, start + n // 2, 0))
+    before = listing(tmp_path)
+    msg = assert_fails(run("decompress", arc, "--model", random_model_path), "block 1", tmp_path, before, code=1)
+    assert "checksum mismatch" in msg
+
+
+def test_zstd_block_bitflip_names_the_block(tmp_path, random_model, random_model_path, zstd_archive):
+    """A flip in the compressed body that zstd decodes to wrong bytes: caught by the checksum."""
+    start, n, _ = payload_spans(zstd_archive)[1]
+    for off in range(start + n // 2, start + n):
+        bad = flip(zstd_archive, off, 0)
+        try:
+            api_decompress(bad, model=random_model)
+        except ChecksumMismatch:
+            break
+        except ShazipError:
+            continue
+    else:
+        pytest.fail("no flip in the second half of the zstd payload gave a checksum mismatch")
+    arc = write(tmp_path, "s.shz", bad)
+    before = listing(tmp_path)
+    msg = assert_fails(run("decompress", arc, "--model", random_model_path), "block 1", tmp_path, before, code=1)
+    assert "checksum mismatch" in msg
+
+
+def test_zstd_frame_damage_names_the_block(tmp_path, random_model_path, zstd_archive):
+    """A flip zstd itself rejects (here: in the frame magic) must name the block as well."""
+    start, _, _ = payload_spans(zstd_archive)[1]
+    arc = write(tmp_path, "s.shz", flip(zstd_archive, start, 0))
+    before = listing(tmp_path)
+    assert_fails(run("decompress", arc, "--model", random_model_path), "block 1", tmp_path, before, code=1)
+
+
+def test_zstd_declared_size_bitflip_is_a_clean_error(tmp_path, random_model_path, zstd_archive):
+    start, n, _ = payload_spans(zstd_archive)[1]
+    # byte 4 of a zstd frame is the frame header descriptor; bit 7 turns a 2-byte content size
+    # into an 8-byte one, read from the bytes that follow
+    bad = flip(zstd_archive, start + 4, 7)
+    declared = zstandard.get_frame_parameters(bad[start : start + n]).content_size
+    if declared < 1 << 40:  # only run where the allocation is certain to fail fast
+        pytest.skip(f"flipped frame declares only {declared} bytes")
+    arc = write(tmp_path, "s.shz", bad)
+    before = listing(tmp_path)
+    assert_fails(run("decompress", arc, "--model", random_model_path), "block 1", tmp_path, before, code=1)
+
+
+def test_every_block_header_bit_is_checked(tmp_path, random_model_path, raw_archive):
+    """Sanity of the framing through the CLI: a flipped byte in block 1's header names block 1."""
+    start, _, _ = payload_spans(raw_archive)[1]
+    bh = start - 24
+    for off in (bh + 1, bh + 9, bh + 17):
+        arc = write(tmp_path, "h.shz", flip(raw_archive, off, 2))
+        before = listing(tmp_path)
+        assert_fails(run("decompress", arc, "--model", random_model_path), "block 1", tmp_path, before, code=1)
+        arc.unlink()
+
+
+# ---------------------------------------------------------------- 5. info, models, misc
+
+
+def test_info_text(tmp_path, model_archive):
+    arc = write(tmp_path, "z.shz", model_archive)
+    r = run("info", arc)
+    assert_ok(r)
+    assert "model tiny-random" in r.stdout
+    assert "3 blocks" in r.stdout
+    assert f"original {len(ZEROS)} bytes, archive {len(model_archive)} bytes" in r.stdout
+    assert r.stdout.count("  block ") == 3 and "model" in r.stdout.splitlines()[-1]
+    assert listing(tmp_path) == ["z.shz"]  # info writes nothing
+
+
+def test_info_json_of_empty_archive(tmp_path, random_model_path):
+    src = write(tmp_path, "e", b"")
+    assert_ok(run("compress", src, "--model", random_model_path, "-q"))
+    r = run("info", tmp_path / "e.shz", "--json")
+    assert_ok(r)
+    d = json.loads(r.stdout)
+    assert d["n_blocks"] == 0 and d["blocks"] == [] and d["total_len"] == 0
+    r = run("info", tmp_path / "e.shz")  # no division by zero for the ratio
+    assert_ok(r)
+    assert "0 blocks" in r.stdout
+
+
+def test_models_runs():
+    r = run("models")
+    assert_ok(r)
+    assert r.stdout.strip()
+
+
+def test_version_and_help():
+    r = run("--version")
+    assert_ok(r)
+    assert r.stdout.startswith("shazip")
+    for cmd in ([], ["compress"], ["decompress"], ["info"]):
+        assert_ok(run(*cmd, "--help"))
+
+
+def test_output_file_permissions_follow_umask(tmp_path, random_model_path):
+    umask = os.umask(0)
+    os.umask(umask)
+    src = write(tmp_path, "a.txt", b"hello")
+    assert_ok(run("compress", src, "--model", random_model_path, "-q"))
+    assert_ok(run("decompress", tmp_path / "a.txt.shz", "-o", tmp_path / "b.txt", "--model", random_model_path))
+    expected = 0o666 & ~umask
+    assert (tmp_path / "a.txt.shz").stat().st_mode & 0o777 == expected
+    assert (tmp_path / "b.txt").stat().st_mode & 0o777 == expected
+

@@ -1,0 +1,395 @@
+"""Tests for the .shz container: round trips, every error path, hostile lengths, short reads."""
+
+import dataclasses
+import io
+import struct
+import zlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shazip.container import (
+    FORMAT_VERSION,
+    MAGIC,
+    MAX_BLOCK_SIZE,
+    ArchiveReader,
+    ArchiveWriter,
+    BlockHeader,
+    Header,
+    Method,
+    Trailer,
+    describe,
+    verify_block,
+)
+from shazip.errors import (
+    ChecksumMismatch,
+    CorruptArchive,
+    NotAnArchive,
+    ShazipError,
+    Truncated,
+    UnsupportedVersion,
+)
+
+HEADER = Header(
+    engine=0, engine_version=3, threads=4, model_id=bytes(range(32)),
+    model_name="tiny-ü", block_size=64, lanes=2,
+)
+HEADER_LEN = len(HEADER.pack())
+BLOCK_HEADER_LEN = 24
+TRAILER_LEN = 17
+
+
+def build(blocks: list[tuple[Method, int, bytes, bytes]], header: Header = HEADER) -> bytes:
+    out = io.BytesIO()
+    writer = ArchiveWriter(out, header)
+    for method, lanes, original, payload in blocks:
+        writer.add_block(method, lanes, original, payload)
+    writer.finish()
+    assert writer.bytes_written == len(out.getvalue())
+    return out.getvalue()
+
+
+def read_all(data: bytes) -> tuple[ArchiveReader, list[tuple[BlockHeader, bytes]]]:
+    reader = ArchiveReader(io.BytesIO(data))
+    return reader, list(reader.blocks())
+
+
+def two_raw_blocks() -> bytes:
+    return build([(Method.RAW, 1, b"hello", b"hello"), (Method.RAW, 2, b"world!", b"world!")])
+
+
+def refresh_block_crc(data: bytearray, offset: int) -> None:
+    """Recompute bh_crc of the block header at offset, so field checks (not the crc) run."""
+    body = bytes(data[offset:offset + BLOCK_HEADER_LEN - 4])
+    struct.pack_into("<I", data, offset + BLOCK_HEADER_LEN - 4, zlib.crc32(body))
+
+
+def refresh_header_crc(data: bytearray) -> None:
+    data[HEADER_LEN - 4:HEADER_LEN] = struct.pack("<I", zlib.crc32(bytes(data[:HEADER_LEN - 4])))
+
+
+class ShortReads:
+    """A non-seekable stream (like a pipe) whose read(n) returns at most 3 bytes; logs requests."""
+
+    def __init__(self, data: bytes) -> None:
+        self._buf = io.BytesIO(data)
+        self.largest_request = 0
+
+    def read(self, n: int) -> bytes:
+        self.largest_request = max(self.largest_request, n)
+        return self._buf.read(min(n, 3))
+
+
+class WriteOnly:
+    """A non-seekable sink: only write() exists, as on a pipe."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self.chunks.append(bytes(data))
+        return len(data)
+
+
+# ------------------------------------------------------------------ round trips
+
+
+def test_round_trip():
+    blocks = [
+        (Method.MODEL, 2, b"abcdefghij", b"\x01\x02\x03\x04"),
+        (Method.ZSTD, 1, b"z" * 64, b"zstd-frame"),
+        (Method.RAW, 3, b"xyz", b"xyz"),
+    ]
+    reader, got = read_all(build(blocks))
+    assert reader.header == HEADER
+    assert reader.trailer == Trailer(n_blocks=3, total_len=10 + 64 + 3)
+    for i, ((method, lanes, original, payload), (bh, got_payload)) in enumerate(zip(blocks, got)):
+        crc = zlib.crc32(original)
+        assert bh == BlockHeader(i, method, lanes, len(original), len(payload), crc)
+        assert isinstance(bh.method, Method)
+        assert got_payload == payload
+        verify_block(bh, original)
+
+
+def test_layout_offsets():
+    data = build([(Method.RAW, 1, b"ab", b"ab")])
+    name = HEADER.model_name.encode()
+    assert data[:4] == MAGIC and data[4] == FORMAT_VERSION
+    assert data[5:8] == bytes([0, 3, 4])
+    assert data[8:40] == HEADER.model_id and data[40] == len(name)
+    assert HEADER_LEN == 51 + len(name)
+    block = data[HEADER_LEN:]
+    assert block[0] == 0xB1 and block[BLOCK_HEADER_LEN:BLOCK_HEADER_LEN + 2] == b"ab"
+    trailer = data[-TRAILER_LEN:]
+    assert trailer[0] == 0xE0 and struct.unpack("<IQ", trailer[1:13]) == (1, 2)
+
+
+def test_empty_archive():
+    data = build([])
+    assert len(data) == HEADER_LEN + TRAILER_LEN
+    reader, got = read_all(data)
+    assert got == [] and reader.trailer == Trailer(0, 0)
+
+
+def test_trailer_only_set_after_last_block():
+    reader = ArchiveReader(io.BytesIO(two_raw_blocks()))
+    it = reader.blocks()
+    next(it)
+    next(it)
+    assert reader.trailer is None
+    assert list(it) == []
+    assert reader.trailer == Trailer(2, 11)
+    with pytest.raises(RuntimeError):
+        list(reader.blocks())
+
+
+def test_short_reads_from_non_seekable_stream():
+    data = two_raw_blocks()
+    reader = ArchiveReader(ShortReads(data))
+    assert [p for _, p in reader.blocks()] == [b"hello", b"world!"]
+    assert reader.bytes_read == len(data)
+
+
+def test_writer_to_non_seekable_sink():
+    sink = WriteOnly()
+    writer = ArchiveWriter(sink, HEADER)
+    writer.add_block(Method.RAW, 1, b"pipe", b"pipe")
+    writer.finish()
+    assert b"".join(sink.chunks) == build([(Method.RAW, 1, b"pipe", b"pipe")])
+
+
+def test_describe():
+    data = build([(Method.MODEL, 2, b"abcdefgh", b"1234"), (Method.RAW, 1, b"q", b"q")])
+    info = describe(io.BytesIO(data))
+    assert info["model_id"] == HEADER.model_id.hex()
+    assert info["model_name"] == HEADER.model_name
+    assert info["format_version"] == 1
+    assert (info["engine"], info["engine_version"], info["threads"]) == (0, 3, 4)
+    assert (info["block_size"], info["lanes"]) == (64, 2)
+    assert info["blocks"] == [
+        {"index": 0, "method": "model", "lanes": 2, "orig_len": 8, "payload_len": 4},
+        {"index": 1, "method": "raw", "lanes": 1, "orig_len": 1, "payload_len": 1},
+    ]
+    assert (info["n_blocks"], info["total_len"], info["archive_bytes"]) == (2, 9, len(data))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(
+    st.tuples(st.sampled_from(list(Method)), st.binary(min_size=1, max_size=64), st.data()),
+    max_size=6,
+))
+def test_property_round_trip(specs):
+    blocks = []
+    for method, original, data in specs:
+        lanes = data.draw(st.integers(1, len(original)))
+        if method is Method.RAW:
+            payload = original
+        elif method is Method.MODEL:
+            words = data.draw(st.integers(0, len(original) // 4))
+            payload = data.draw(st.binary(min_size=4 * words, max_size=4 * words))
+        else:
+            payload = data.draw(st.binary(max_size=len(original)))
+        blocks.append((method, lanes, original, payload))
+    reader, got = read_all(build(blocks))
+    assert [(bh.method, bh.lanes, p) for bh, p in got] == [(m, n, p) for m, n, _, p in blocks]
+    for (bh, _), (_, _, original, _) in zip(got, blocks):
+        verify_block(bh, original)
+    assert reader.trailer == Trailer(len(blocks), sum(len(b[2]) for b in blocks))
+
+
+# ------------------------------------------------------------------ header errors
+
+
+def test_bad_magic():
+    data = bytearray(build([]))
+    data[0] ^= 0xFF
+    with pytest.raises(NotAnArchive, match="not a shazip archive"):
+        ArchiveReader(io.BytesIO(bytes(data)))
+    with pytest.raises(NotAnArchive):
+        ArchiveReader(io.BytesIO(b"PK\x03"))  # short AND wrong: not an archive, not truncated
+
+
+def test_unsupported_version_checked_before_crc():
+    data = bytearray(build([]))
+    data[4] = 2  # header crc is now also wrong; version must be reported first
+    with pytest.raises(UnsupportedVersion, match="format version 2 is not supported"):
+        ArchiveReader(io.BytesIO(bytes(data)))
+
+
+def test_header_crc():
+    data = bytearray(build([]))
+    data[10] ^= 0x01  # inside model_id
+    with pytest.raises(CorruptArchive, match="header checksum"):
+        ArchiveReader(io.BytesIO(bytes(data)))
+
+
+@pytest.mark.parametrize("block_size", [0, MAX_BLOCK_SIZE + 1, 0xFFFFFFFF])
+def test_header_block_size_out_of_range(block_size):
+    data = bytearray(build([]))
+    name_len = data[40]
+    data[41 + name_len:45 + name_len] = struct.pack("<I", block_size)
+    refresh_header_crc(data)
+    with pytest.raises(CorruptArchive, match="block size"):
+        ArchiveReader(io.BytesIO(bytes(data)))
+
+
+def test_header_pack_rejects_programmer_errors():
+    for bad in [
+        dict(model_id=b"short"), dict(model_name="x" * 256), dict(block_size=0),
+        dict(block_size=MAX_BLOCK_SIZE + 1), dict(lanes=0), dict(lanes=1 << 16), dict(threads=256),
+    ]:
+        with pytest.raises(ValueError):
+            dataclasses.replace(HEADER, **bad).pack()
+
+
+# ------------------------------------------------------------------ block and trailer errors
+
+
+def test_block_header_crc():
+    data = bytearray(two_raw_blocks())
+    second = HEADER_LEN + BLOCK_HEADER_LEN + 5
+    data[second + 9] ^= 0x10  # inside orig_len of block 1
+    with pytest.raises(CorruptArchive, match="block 1: header checksum mismatch"):
+        read_all(bytes(data))
+
+
+def test_swapped_blocks():
+    data = two_raw_blocks()
+    first = slice(HEADER_LEN, HEADER_LEN + BLOCK_HEADER_LEN + 5)
+    second = slice(first.stop, len(data) - TRAILER_LEN)
+    swapped = data[:first.start] + data[second] + data[first] + data[-TRAILER_LEN:]
+    with pytest.raises(CorruptArchive, match=r"block 0: out of order \(found index 1\)"):
+        read_all(swapped)
+
+
+def test_dropped_block():
+    data = two_raw_blocks()
+    start = HEADER_LEN
+    without_first = data[:start] + data[start + BLOCK_HEADER_LEN + 5:]
+    with pytest.raises(CorruptArchive, match=r"block 0: out of order \(found index 1\)"):
+        read_all(without_first)
+
+
+def test_dropped_last_block_caught_by_trailer():
+    data = two_raw_blocks()
+    second = HEADER_LEN + BLOCK_HEADER_LEN + 5
+    with pytest.raises(CorruptArchive, match="trailer declares 2 blocks"):
+        read_all(data[:second] + data[-TRAILER_LEN:])
+
+
+def test_trailer_total_len_mismatch():
+    data = bytearray(two_raw_blocks())
+    body = bytes([0xE0]) + struct.pack("<IQ", 2, 999)
+    data[-TRAILER_LEN:] = body + struct.pack("<I", zlib.crc32(body))
+    with pytest.raises(CorruptArchive, match="999 original bytes"):
+        read_all(bytes(data))
+
+
+def test_trailer_crc():
+    data = bytearray(two_raw_blocks())
+    data[-5] ^= 0x01
+    with pytest.raises(CorruptArchive, match="trailer checksum"):
+        read_all(bytes(data))
+
+
+def test_unknown_tag():
+    data = bytearray(two_raw_blocks())
+    data[HEADER_LEN] = 0x42
+    with pytest.raises(CorruptArchive, match="unknown record tag 0x42"):
+        read_all(bytes(data))
+
+
+def test_trailing_garbage():
+    with pytest.raises(CorruptArchive, match="trailing data after end of archive"):
+        read_all(two_raw_blocks() + b"\x00")
+
+
+@pytest.mark.parametrize("offset,value,message", [
+    (5, 7, "unknown method 7"),
+    (8, 0xFFFFFFFF, "original length 4294967295 is outside 1..64"),  # huge orig_len
+    (8, 0, "original length 0"),
+    (12, 0xFFFFFFFF, "payload length 4294967295 exceeds the limit"),  # huge payload_len
+    (12, 4, "raw payload length 4 differs"),
+    (6, 6, r"6 lanes for 5 bytes \(must be 1..5\)"),
+    (6, 0, "0 lanes"),
+])
+def test_impossible_block_fields_rejected_before_reading(offset, value, message):
+    data = bytearray(two_raw_blocks())
+    fmt = {5: "<B", 6: "<H"}.get(offset, "<I")
+    struct.pack_into(fmt, data, HEADER_LEN + offset, value)
+    refresh_block_crc(data, HEADER_LEN)
+    stream = ShortReads(bytes(data))
+    reader = ArchiveReader(stream)
+    with pytest.raises(CorruptArchive, match=message):
+        list(reader.blocks())
+    assert stream.largest_request <= 64  # nothing near the declared length was ever requested
+    assert reader.bytes_read == HEADER_LEN + BLOCK_HEADER_LEN  # payload untouched
+
+
+def test_model_payload_must_be_whole_words():
+    data = bytearray(build([(Method.MODEL, 1, b"abcdefgh", b"1234")]))
+    struct.pack_into("<B", data, HEADER_LEN + 5, Method.MODEL)
+    struct.pack_into("<I", data, HEADER_LEN + 12, 3)
+    refresh_block_crc(data, HEADER_LEN)
+    with pytest.raises(CorruptArchive, match="not a multiple of 4"):
+        read_all(bytes(data))
+
+
+def test_truncation_at_every_offset():
+    data = build([(Method.MODEL, 2, b"abcdefgh", b"1234"), (Method.RAW, 1, b"xyz", b"xyz")])
+    for cut in range(len(data)):
+        with pytest.raises(Truncated, match=r"^archive is truncated \(.+\)$"):
+            read_all(data[:cut])
+
+
+def test_every_single_bit_flip_is_detected():
+    """Raw payloads are covered by verify_block, everything else by the container itself."""
+    data = two_raw_blocks()
+    for bit in range(len(data) * 8):
+        flipped = bytearray(data)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        with pytest.raises(ShazipError):
+            _, got = read_all(bytes(flipped))
+            for bh, payload in got:
+                verify_block(bh, payload)  # raw: the payload is the original
+
+
+# ------------------------------------------------------------------ verify_block and writer checks
+
+
+def test_verify_block_names_the_block():
+    _, got = read_all(two_raw_blocks())
+    bh, payload = got[1]
+    verify_block(bh, payload)
+    with pytest.raises(ChecksumMismatch, match=r"^block 1: checksum mismatch \(data corrupted\)$"):
+        verify_block(bh, bytes([payload[0] ^ 0x04]) + payload[1:])
+    with pytest.raises(ChecksumMismatch, match="block 1"):
+        verify_block(bh, payload[:-1])
+
+
+def test_writer_rejects_what_the_reader_would():
+    writer = ArchiveWriter(io.BytesIO(), HEADER)
+    for args in [
+        (Method.RAW, 1, b"", b""),  # empty block
+        (Method.RAW, 1, b"x" * 65, b"x" * 65),  # larger than block_size
+        (Method.RAW, 1, b"abc", b"abd"),  # raw payload differs
+        (Method.ZSTD, 1, b"abc", b"a" * 200),  # payload beyond zstd's worst case
+        (Method.MODEL, 1, b"abcdef", b"12345"),  # not whole words
+        (Method.ZSTD, 4, b"abc", b"a"),  # more lanes than bytes
+        (9, 1, b"abc", b"a"),  # unknown method
+    ]:
+        with pytest.raises(ValueError):
+            writer.add_block(*args)
+    writer.add_block(Method.ZSTD, 1, b"abc", b"a")
+    writer.finish()
+    with pytest.raises(ValueError):
+        writer.add_block(Method.RAW, 1, b"a", b"a")
+    with pytest.raises(ValueError):
+        writer.finish()
+
+
+def test_writer_rejects_lanes_beyond_u16():
+    writer = ArchiveWriter(io.BytesIO(), dataclasses.replace(HEADER, block_size=1 << 17))
+    with pytest.raises(ValueError, match="must be 1..65535"):
+        writer.add_block(Method.ZSTD, 1 << 16, b"x" * 70000, b"a")
