@@ -27,6 +27,20 @@ def _cache_dir() -> Path:
     return Path(base) / "corpus"
 
 
+def _copy_frames(src, dst) -> bool:
+    """Decompresses every zstd frame of src into dst; False if the last frame is cut short
+    (zstandard's copy_stream accepts a truncated file silently, yielding a shorter corpus)."""
+    dctx = zstandard.ZstdDecompressor()
+    dobj, pending = dctx.decompressobj(), False
+    while chunk := src.read(1 << 20):
+        while chunk:
+            dst.write(dobj.decompress(chunk))
+            pending, chunk = not dobj.eof, b""
+            if dobj.eof:  # next frame, if any, starts in the unused input
+                chunk, dobj = dobj.unused_data, dctx.decompressobj()
+    return not pending
+
+
 def _decompressed(path: Path) -> Path:
     st = path.stat()
     key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:24]
@@ -37,7 +51,9 @@ def _decompressed(path: Path) -> Path:
     tmp = out.with_suffix(f".tmp{os.getpid()}")
     try:
         with open(path, "rb") as src, open(tmp, "wb") as dst:
-            zstandard.ZstdDecompressor().copy_stream(src, dst)
+            complete = _copy_frames(src, dst)
+        if not complete:
+            raise UsageError(f"{path}: truncated zstd file (the last frame is incomplete)")
         os.replace(tmp, out)
     except zstandard.ZstdError as e:
         raise UsageError(f"{path}: not a valid zstd file ({e})") from None

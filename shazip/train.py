@@ -109,12 +109,21 @@ def atomic_save(obj, path: Path) -> None:
 
 
 class Stop:
-    """Set by SIGINT/SIGTERM; the loop finishes its step, checkpoints and exits cleanly."""
+    """Set by SIGINT/SIGTERM; the loop finishes its step, checkpoints and exits cleanly.
+    `restore` puts the previous handlers back (train() is also called in-process)."""
 
     def __init__(self) -> None:
         self.flag = False
+        self.saved: dict = {}
+
+    def install(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, self._set)
+            self.saved[sig] = signal.signal(sig, self._set)
+
+    def restore(self) -> None:
+        for sig, old in self.saved.items():
+            signal.signal(sig, signal.SIG_DFL if old is None else old)
+        self.saved.clear()
 
     def _set(self, *_) -> None:
         self.flag = True
@@ -124,6 +133,14 @@ class Stop:
 
 def train(args: TrainArgs) -> dict:
     """Runs (or resumes) a training run; returns the final metrics record."""
+    stop = Stop()
+    try:
+        return _train(args, stop)
+    finally:
+        stop.restore()
+
+
+def _train(args: TrainArgs, stop: Stop) -> dict:
     ddp = int(os.environ.get("WORLD_SIZE", "1")) > 1
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if torch.cuda.is_available() else torch.device("cpu")
     if ddp:
@@ -175,7 +192,7 @@ def train(args: TrainArgs) -> dict:
 
     net = torch.nn.parallel.DistributedDataParallel(model) if ddp else model
     metrics = open(out / "metrics.jsonl", "a") if rank == 0 else None
-    stop = Stop()
+    stop.install()
     t_start = t_ckpt = t_log = time.time()
     log_bits, log_bytes, log_step0 = 0.0, 0, step
     record: dict = {}
@@ -196,14 +213,18 @@ def train(args: TrainArgs) -> dict:
                          "torch_rng": torch.get_rng_state(), "carried": gathered, "args": asdict(args)},
                         ckpt_path)
 
-    def should_stop() -> bool:
-        done = (args.steps is not None and step >= args.steps) or stop.flag or \
-               (args.minutes is not None and time.time() - t_start >= 60 * args.minutes)
-        if ddp:  # every rank must leave the loop at the same step
-            t = torch.tensor([int(done)], device=device)
+    def agreed(flag: bool) -> bool:
+        """True on every rank if true on any: ranks must take collective paths together."""
+        if ddp:
+            t = torch.tensor([int(flag)], device=device)
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
-            done = bool(t.item())
-        return done
+            flag = bool(t.item())
+        return flag
+
+    def should_stop() -> bool:
+        # every rank must leave the loop at the same step
+        return agreed((args.steps is not None and step >= args.steps) or stop.flag or
+                      (args.minutes is not None and time.time() - t_start >= 60 * args.minutes))
 
     model.train()
     while not should_stop():
@@ -241,7 +262,7 @@ def train(args: TrainArgs) -> dict:
                 print(f"step {step} | {bytes_seen / 1e6:.2f} MB | train {record['train_bpc']:.3f} bpc{extra} | "
                       f"{record['bytes_per_s'] / 1e3:.1f} KB/s", file=sys.stderr, flush=True)
             log_bits, log_bytes, t_log = 0.0, 0, time.time()
-        if now - t_ckpt >= 60 * args.checkpoint_minutes:
+        if agreed(now - t_ckpt >= 60 * args.checkpoint_minutes):  # wall clocks differ between ranks
             checkpoint()
             t_ckpt = time.time()
 
