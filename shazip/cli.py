@@ -24,7 +24,7 @@ from . import __version__
 from .api import DEFAULT_BLOCK_SIZE, DEFAULT_LANES, compress_stream, decompress_stream
 from .container import describe
 from .errors import OutputExists, ShazipError, UsageError
-from .models import bundled_index, load_model
+from .models import bundle_model, bundled_index, load_model
 from .train import train_command
 
 SUFFIX = ".shz"
@@ -243,8 +243,13 @@ def info(file: str, as_json: bool) -> None:
 
 
 @main.command()
-def models() -> None:
-    """List the bundled models."""
+@click.option("--add", "add", type=click.Path(dir_okay=False), help="Bundle this model file.")
+@click.option("--name", default=None, help="Name for --add (default: the name stored in the file).")
+def models(add: str | None, name: str | None) -> None:
+    """List the bundled models (or bundle one with --add)."""
+    if add:
+        _run(lambda: click.echo(f"bundled {name or load_model(add).name}: {bundle_model(add, name)['sha256']}"))
+        return
     idx = bundled_index()
     if not idx:
         click.echo("no bundled models")

@@ -91,6 +91,23 @@ def bundled_index() -> dict[str, dict]:
     return json.loads(idx.read_text()) if idx.exists() else {}
 
 
+def bundle_model(src: str | Path, name: str | None = None) -> dict:
+    """Copies a model file into the package's bundled models and records its sha256 (used to
+    ship `default`; works on an editable or user-writable install)."""
+    loaded = load_model(src)
+    name = name or loaded.name
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise ModelError(f"model name '{name}' must be letters, digits, '-' or '_'")
+    blob = Path(src).read_bytes()
+    BUNDLED_DIR.mkdir(exist_ok=True)
+    (BUNDLED_DIR / f"{name}.safetensors").write_bytes(blob)
+    idx = bundled_index()
+    idx[name] = {"file": f"{name}.safetensors", "sha256": hashlib.sha256(blob).hexdigest(), "bytes": len(blob),
+                 "params": loaded.model.num_params(), "figures": loaded.info}
+    (BUNDLED_DIR / "index.json").write_text(json.dumps(idx, indent=2, sort_keys=True) + "\n")
+    return idx[name]
+
+
 def load_model(spec: str | os.PathLike = "default") -> LoadedModel:
     """`spec` is a bundled model name or a path to a model file."""
     idx = bundled_index()
