@@ -57,10 +57,12 @@ def _read_block(src: BinaryIO, n: int) -> bytes:
 
 def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
                     lanes: int = DEFAULT_LANES, block_size: int = DEFAULT_BLOCK_SIZE,
-                    threads: int | None = None, progress: Progress | None = None,
+                    threads: int = 1, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS) -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes.
-    `methods` restricts the block methods tried (e.g. {Method.MODEL} to measure the model)."""
+    `methods` restricts the block methods tried (e.g. {Method.MODEL} to measure the model).
+    `threads` defaults to 1: more threads barely help a batch this small, and idle-spinning
+    OpenMP threads cost a lot on a machine whose other cores are busy."""
     if not 1 <= lanes <= MAX_LANES:
         raise UsageError(f"--lanes must be between 1 and {MAX_LANES}")
     loaded = _resolve(model)

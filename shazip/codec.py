@@ -26,7 +26,7 @@ from .errors import CorruptArchive
 from .models import LoadedModel
 
 BOS = 0  # the "previous byte" fed to every lane at its start
-MIN_LANE = 1024  # fewer bytes per lane costs more in cold starts than lanes gain in speed
+MIN_LANE = 256  # shorter lanes would cost more in cold starts than they gain in speed
 ZSTD_LEVEL = 19
 
 ENGINE_FLOAT32 = 0

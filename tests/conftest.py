@@ -14,6 +14,10 @@ from shazip.models import load_model, save_model
 
 DATA = Path(__file__).parent / "data"
 
+# One thread: the tests' models are tiny, and OpenMP threads that spin while another process
+# holds the second core make everything many times slower.
+torch.set_num_threads(1)
+
 
 @pytest.fixture(scope="session")
 def text() -> bytes:
