@@ -132,12 +132,14 @@ class Stop:
 # ----------------------------------------------------------------------------- training
 
 def train(args: TrainArgs) -> dict:
-    """Runs (or resumes) a training run; returns the final metrics record."""
-    stop = Stop()
+    """Runs (or resumes) a training run; returns the final metrics record. In-process callers get
+    their signal handlers and torch thread count back."""
+    stop, threads = Stop(), torch.get_num_threads()
     try:
         return _train(args, stop)
     finally:
         stop.restore()
+        torch.set_num_threads(threads)
 
 
 def _train(args: TrainArgs, stop: Stop) -> dict:
@@ -154,6 +156,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         out.mkdir(parents=True, exist_ok=True)
 
     # --- data: the last valid_bytes are held out, never trained on
+    if args.valid_bytes < args.bptt + 1:
+        raise UsageError(f"--valid-bytes must be at least one segment ({args.bptt + 1} bytes)")
     corpus = Corpus(list(args.corpus))
     train_hi = len(corpus) - args.valid_bytes
     if train_hi < (args.bptt + 21) * args.batch * world:
