@@ -142,6 +142,19 @@ def _size(path: str) -> int | None:
     return None if path == "-" else os.path.getsize(path)
 
 
+def _file_options(f: Callable) -> Callable:
+    """The gzip-like options compress and decompress share."""
+    for opt in reversed([
+        click.option("-c", "--stdout", "to_stdout", is_flag=True, help="Write to standard output."),
+        click.option("-k", "--keep", is_flag=True, help="Keep the input (the default)."),
+        click.option("--rm", "remove", is_flag=True, help="Remove the input after success."),
+        click.option("-f", "--force", is_flag=True, help="Overwrite an existing output."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+    ]):
+        f = opt(f)
+    return f
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="shazip")
 def main() -> None:
@@ -151,15 +164,11 @@ def main() -> None:
 @main.command()
 @click.argument("file")
 @click.option("-o", "--output", help="Output file (default FILE.shz).")
-@click.option("-c", "--stdout", "to_stdout", is_flag=True, help="Write to standard output.")
-@click.option("-k", "--keep", is_flag=True, help="Keep the input (the default).")
-@click.option("--rm", "remove", is_flag=True, help="Remove the input after success.")
-@click.option("-f", "--force", is_flag=True, help="Overwrite an existing output.")
+@_file_options
 @click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
 @click.option("--lanes", default=DEFAULT_LANES, show_default=True, help="Parallel lanes per block.")
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
 @click.option("--threads", default=1, show_default=True, help="CPU threads for the model.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, model: str,
              lanes: int, block_size: int, threads: int, quiet: bool) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
@@ -190,14 +199,10 @@ def _strip_suffix(src: str) -> str:
 @main.command()
 @click.argument("file")
 @click.option("-o", "--output", help="Output file (default FILE without .shz).")
-@click.option("-c", "--stdout", "to_stdout", is_flag=True, help="Write to standard output.")
-@click.option("-k", "--keep", is_flag=True, help="Keep the input (the default).")
-@click.option("--rm", "remove", is_flag=True, help="Remove the input after success.")
-@click.option("-f", "--force", is_flag=True, help="Overwrite an existing output.")
+@_file_options
 @click.option("--model", default=None, help="Model file to use instead of the bundled one the archive names.")
 @click.option("--threads", default=None, type=int, hidden=True,
               help="Ignored for float archives: they replay the thread count recorded at compression.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool,
                model: str | None, threads: int | None, quiet: bool) -> None:
     """Decompress FILE.shz (or - for standard input) to FILE."""
