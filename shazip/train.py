@@ -278,10 +278,11 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         metrics.write(json.dumps(final) + "\n")
         metrics.close()
         name = args.name or out.name
-        info = {"params": model.num_params(), "bytes_seen": bytes_seen, "steps": step,
-                "valid_bpc": final["valid_bpc"], "config_name": args.config}
         export = SHARNN(model.cfg)
         export.load_state_dict(model.state_dict())
+        export.collapse_vs()  # params as shipped: the value gate is a constant
+        info = {"params": export.num_params(), "bytes_seen": bytes_seen, "steps": step,
+                "valid_bpc": final["valid_bpc"], "config_name": args.config}
         digest = save_model(export, out / f"{name}.safetensors", name, info)
         final["model_id"] = digest
         print(f"exported {out / f'{name}.safetensors'} sha256 {digest}", file=sys.stderr)
