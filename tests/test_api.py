@@ -113,3 +113,16 @@ def test_errors_are_shazip_errors():
     for bad in (b"", b"PK\x03\x04 not ours", b"SHZ\x89\x09"):
         with pytest.raises(ShazipError):
             shazip.decompress(bad)
+
+
+def test_bundled_default_model_round_trips_real_text(text):
+    """`shazip compress` with no --model uses the bundled model, offline, and its sha256 is checked."""
+    from shazip.models import bundled_index, load_model
+
+    if "default" not in bundled_index():
+        pytest.skip("no bundled default model in this checkout")
+    data = text[30_000:33_000]  # article text, not the repetitive XML header
+    blob = shazip.compress(data, methods=MODEL_ONLY)
+    assert shazip.decompress(blob) == data
+    assert ArchiveReader(io.BytesIO(blob)).header.model_id == load_model("default").model_id
+    assert len(blob) < len(data) / 2  # a trained model: well under 4 bits/byte on English text
