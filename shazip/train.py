@@ -98,6 +98,11 @@ def evaluate(model: SHARNN, corpus: Corpus, lo: int, hi: int, bptt: int, streams
     return total / max(count, 1)
 
 
+def _resolved(paths) -> list[str]:
+    """Corpus files as absolute paths: a resume may name them relative to another folder."""
+    return [str(Path(p).resolve()) for p in paths]
+
+
 def lr_at(args: TrainArgs, step: int) -> float:
     return args.lr * min(1.0, (step + 1) / max(1, args.warmup))
 
@@ -181,7 +186,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
             raise UsageError(f"--resume: no checkpoint at {ckpt_path}")
         ck = torch.load(ckpt_path, map_location=device, weights_only=False)
         if ck["config"] != cfg.to_dict() or ck["batch"] != args.batch or ck["world"] != world \
-                or ck["corpus"] != [str(p) for p in args.corpus] or ck["valid_bytes"] != args.valid_bytes:
+                or _resolved(ck["corpus"]) != _resolved(args.corpus) or ck["valid_bytes"] != args.valid_bytes:
             raise UsageError(f"--resume: checkpoint {ckpt_path} was made with a different config, corpus, "
                              f"batch or world size")
         model.load_state_dict(ck["model"])
@@ -211,7 +216,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
             gathered = [carried]
         if rank == 0:
             atomic_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "config": cfg.to_dict(),
-                         "batch": args.batch, "world": world, "corpus": [str(p) for p in args.corpus],
+                         "batch": args.batch, "world": world, "corpus": _resolved(args.corpus),
                          "valid_bytes": args.valid_bytes, "step": step, "bytes_seen": bytes_seen,
                          "data_pos": streams.pos, "numpy_rng": rng.bit_generator.state,
                          "torch_rng": torch.get_rng_state(), "carried": gathered, "args": asdict(args)},
