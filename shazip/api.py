@@ -15,14 +15,13 @@ from typing import BinaryIO, Callable, Iterator
 
 import torch
 
-from .codec import ALL_METHODS, ENGINE_FLOAT32, FloatEngine, decode_block, encode_block
-from .container import ArchiveReader, ArchiveWriter, Header, Method, verify_block
+from .codec import ALL_METHODS, MAX_LANES, FloatEngine, decode_block, encode_block
+from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Method, verify_block
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .models import LoadedModel, find_model, load_model, model_from_bytes
 
 DEFAULT_LANES = 32
 DEFAULT_BLOCK_SIZE = 2 << 20
-MAX_LANES = 4096
 
 Progress = Callable[[int], None]
 
@@ -65,7 +64,15 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
     OpenMP threads cost a lot on a machine whose other cores are busy."""
     if not 1 <= lanes <= MAX_LANES:
         raise UsageError(f"--lanes must be between 1 and {MAX_LANES}")
+    if not 1 <= block_size <= MAX_BLOCK_SIZE:
+        raise UsageError(f"--block-size must be between 1 and {MAX_BLOCK_SIZE}")
+    if not 1 <= threads <= 255:
+        raise UsageError("--threads must be between 1 and 255")
+    if not methods:
+        raise UsageError("no block method allowed")
     loaded = _resolve(model)
+    if len(loaded.name.encode()) > 255:
+        raise UsageError(f"model name is longer than 255 bytes: {loaded.name[:40]}...")
     with torch_threads(threads):
         engine = FloatEngine(loaded, torch.get_num_threads())
         header = Header(engine=engine.engine_id, engine_version=engine.engine_version, threads=engine.threads,
@@ -86,13 +93,14 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
     `model` overrides the archive's model name; its id must still match the archive's."""
     reader = ArchiveReader(src)
     h = reader.header
-    if h.engine != ENGINE_FLOAT32:
-        raise UnsupportedVersion(f"archive uses engine {h.engine}, which this shazip does not have")
     engine: FloatEngine | None = None
 
     def get_engine() -> FloatEngine:
         nonlocal engine
         if engine is None:
+            if (h.engine, h.engine_version) != (FloatEngine.engine_id, FloatEngine.engine_version):
+                raise UnsupportedVersion(f"archive needs engine {h.engine} version {h.engine_version}, "
+                                         f"which this shazip does not have")
             loaded = find_model(h.model_name, h.model_id) if model is None else _resolve(model)
             if loaded.model_id != h.model_id:
                 raise ModelError(f"wrong model: the archive needs '{h.model_name}' (id {h.model_id.hex()[:16]}), "

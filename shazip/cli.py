@@ -22,6 +22,7 @@ import click
 
 from . import __version__
 from .api import DEFAULT_BLOCK_SIZE, DEFAULT_LANES, compress_stream, decompress_stream
+from .codec import ENGINE_NAMES
 from .container import describe
 from .errors import OutputExists, ShazipError, UsageError
 from .models import bundle_model, bundled_index, load_model
@@ -135,7 +136,10 @@ def _run(body: Callable[[], None]) -> None:
 def _destination(src: str, output: str | None, stdout: bool, make_name: Callable[[str], str]) -> str | None:
     if stdout or (src == "-" and output is None):
         return None
-    return output or make_name(src)
+    dest = output or make_name(src)
+    if src != "-" and os.path.exists(src) and os.path.abspath(os.path.realpath(dest)) == os.path.realpath(src):
+        raise UsageError(f"{dest}: output would overwrite the input")
+    return dest
 
 
 def _size(path: str) -> int | None:
@@ -177,8 +181,6 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
         dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
         if dest is None and sys.stdout.isatty() and not force:
             raise UsageError("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
-        if not 1 <= block_size <= (1 << 28):
-            raise UsageError("--block-size must be between 1 and 268435456")
         loaded = load_model(model)  # before creating any output: a missing model leaves nothing behind
         with _input(file) as src, _output(dest, force) as dst:
             bar = ProgressBar(_size(file), not quiet)
@@ -232,7 +234,6 @@ def info(file: str, as_json: bool) -> None:
         if as_json:
             click.echo(json.dumps(d, indent=2))
             return
-        from .codec import ENGINE_NAMES
         click.echo(f"format version {d['format_version']}, engine {d['engine']} "
                    f"({ENGINE_NAMES.get(d['engine'], 'unknown')}) v{d['engine_version']}"
                    + (f", {d['threads']} threads" if d["threads"] else ""))

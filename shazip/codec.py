@@ -13,7 +13,6 @@ header records the threads). The integer engine will slot in behind the same int
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Protocol
 
 import numpy as np
@@ -26,6 +25,7 @@ from .errors import CorruptArchive
 from .models import LoadedModel
 
 BOS = 0  # the "previous byte" fed to every lane at its start
+MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
 MIN_LANE = 256  # shorter lanes would cost more in cold starts than they gain in speed
 ZSTD_LEVEL = 19
 
@@ -146,7 +146,11 @@ def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, p
     """`get_engine` is called only for model-coded blocks, so archives of stored/zstd blocks
     decode without the model."""
     if method == Method.MODEL:
+        if lanes > effective_lanes(n, MAX_LANES):  # the encoder never makes more; each lane costs memory
+            raise CorruptArchive(f"{lanes} lanes for {n} bytes is more than the encoder makes")
         return model_decode(get_engine(), payload, n, lanes, progress)
+    if lanes != 1:
+        raise CorruptArchive(f"{lanes} lanes on a block that is not model-coded")
     if method == Method.ZSTD:
         # Our frames record their content size; a damaged one could claim exabytes, and zstandard
         # would allocate what the frame claims, so the claim is checked first.

@@ -28,7 +28,7 @@ has no positional term and is therefore invariant to the order of its keys.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 
 import torch
 import torch.nn as nn
@@ -149,16 +149,18 @@ class Attention(nn.Module):
         self.vs.copy_(self.gates()[2])
         self.vq = None
 
-    def forward(self, h: torch.Tensor, keys: list[torch.Tensor], visible: torch.Tensor) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, keys: list[torch.Tensor], visible: torch.Tensor | None) -> torch.Tensor:
         """h: [B, T, d] queries; keys: segments [B, K_i, d] (keys are also the values), kept
-        apart so the memory is never copied; visible: bool [B or 1, T, sum K_i]."""
+        apart so the memory is never copied; visible: bool [1, T, sum K_i], or None for all."""
         # The per-dimension gates ks and vs are folded into the query and the output
         # ((qs*q).(ks*k) = (qs*ks*q).k and sum_j w_j (vs*k_j) = vs * sum_j w_j k_j), so the
         # memory itself is never rescaled: it is read as stored.
         qs, ks, vs = self.gates()
         q = self.drop(qs * ks * self.q_ln(self.q(h))) * self.scale
         scores = torch.cat([torch.matmul(q, k.transpose(1, 2)) for k in keys], dim=-1)
-        weights = self.drop(scores.masked_fill(~visible, float("-inf")).softmax(dim=-1))
+        if visible is not None:
+            scores = scores.masked_fill(~visible, float("-inf"))
+        weights = self.drop(scores.softmax(dim=-1))
         parts = weights.split([k.shape[1] for k in keys], dim=-1)
         return self.drop(vs * sum(torch.matmul(w, k) for w, k in zip(parts, keys)))
 
@@ -270,15 +272,14 @@ class SHARNN(nn.Module):
         """One byte per lane: x [B] previous bytes -> (new state, logits [B, 256]).
 
         The ring holds the last mem_len states; the query sees the filled slots plus itself,
-        which is exactly the sequence forward's window. The state is updated in place
-        (the ring slot is overwritten) and returned."""
+        which is exactly the sequence forward's window. The ring is updated in place (one
+        slot overwritten) and shared with the returned state."""
         M = self.cfg.mem_len
-        slot = state.pos % M
-        visible = torch.arange(M + 1, device=x.device) < min(state.pos, M)
-        visible[M] = True
+        slot, filled = state.pos % M, min(state.pos, M)
 
         def attend(h: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-            out = self.attn(h, [state.mem, m], visible[None, None, :])
+            # the ring fills from slot 0, so its filled slots are a prefix: no mask needed
+            out = self.attn(h, [state.mem[:, :filled], m], None)
             state.mem[:, slot] = m[:, 0]
             return out
 

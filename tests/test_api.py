@@ -126,3 +126,35 @@ def test_bundled_default_model_round_trips_real_text(text):
     assert shazip.decompress(blob) == data
     assert ArchiveReader(io.BytesIO(blob)).header.model_id == load_model("default").model_id
     assert len(blob) < len(data) / 2  # a trained model: well under 4 bits/byte on English text
+
+
+def _with_header_byte(blob: bytes, offset: int, value: int) -> bytes:
+    """The archive with one header byte changed and the header checksum made valid again."""
+    import zlib
+
+    n = len(ArchiveReader(io.BytesIO(blob)).header.pack())
+    head = bytearray(blob[: n - 4])
+    head[offset] = value
+    return bytes(head) + zlib.crc32(bytes(head)).to_bytes(4, "little") + blob[n:]
+
+
+def test_unknown_engine_version_is_refused(random_model, text):
+    blob = shazip.compress(text[:1000], model=random_model, methods=MODEL_ONLY)
+    from shazip.errors import UnsupportedVersion
+
+    for offset in (5, 6):  # engine id, engine version
+        with pytest.raises(UnsupportedVersion, match="engine"):
+            shazip.decompress(_with_header_byte(blob, offset, 77), model=random_model)
+
+
+def test_lanes_beyond_what_the_encoder_makes_are_refused(random_model, text):
+    """A forged lane count would make the decoder allocate a ring per lane."""
+    import struct
+    import zlib
+
+    blob = bytearray(shazip.compress(text[:1000], model=random_model, methods=MODEL_ONLY))
+    pos = len(ArchiveReader(io.BytesIO(bytes(blob))).header.pack())
+    blob[pos + 6 : pos + 8] = struct.pack("<H", 900)  # tag u8, index u32, method u8, lanes u16
+    blob[pos + 20 : pos + 24] = struct.pack("<I", zlib.crc32(bytes(blob[pos : pos + 20])))
+    with pytest.raises(CorruptArchive, match="block 0: 900 lanes"):
+        shazip.decompress(bytes(blob), model=random_model)

@@ -555,3 +555,11 @@ def test_output_file_permissions_follow_umask(tmp_path, random_model_path):
     assert (tmp_path / "a.txt.shz").stat().st_mode & 0o777 == expected
     assert (tmp_path / "b.txt").stat().st_mode & 0o777 == expected
 
+
+
+def test_output_onto_the_input_is_refused(tmp_path, random_model_path):
+    src = tmp_path / "a"
+    src.write_bytes(b"hello world\n")
+    r = CliRunner().invoke(main, ["compress", str(src), "-o", str(src), "-f", "--rm", "--model", str(random_model_path)])
+    assert r.exit_code == 2 and "would overwrite the input" in r.stderr
+    assert src.read_bytes() == b"hello world\n" and sorted(p.name for p in tmp_path.iterdir()) == ["a"]
