@@ -97,10 +97,10 @@ def _output(path: str | None, force: bool) -> Iterator[BinaryIO]:
         raise OutputExists(f"{path}: already exists (use -f to overwrite)")
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual mode
         with os.fdopen(fd, "wb") as f:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(f.fileno(), 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual mode
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -254,7 +254,7 @@ def info(file: str, as_json: bool) -> None:
 def models(add: str | None, name: str | None) -> None:
     """List the bundled models (or bundle one with --add)."""
     if add:
-        _run(lambda: click.echo(f"bundled {name or load_model(add).name}: {bundle_model(add, name)['sha256']}"))
+        _run(lambda: click.echo("bundled {name}: {sha256}".format(**bundle_model(add, name))))
         return
     idx = bundled_index()
     if not idx:

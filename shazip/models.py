@@ -48,10 +48,14 @@ def save_model(model: SHARNN, path: str | Path, name: str, info: dict | None = N
     blob = st_save(tensors, metadata=meta)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(path, blob)
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _write_atomic(path: Path, blob: bytes) -> None:
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     tmp.write_bytes(blob)
     os.replace(tmp, path)
-    return hashlib.sha256(blob).hexdigest()
 
 
 def _metadata(blob: bytes, where: str) -> dict:
@@ -94,17 +98,20 @@ def bundled_index() -> dict[str, dict]:
 def bundle_model(src: str | Path, name: str | None = None) -> dict:
     """Copies a model file into the package's bundled models and records its sha256 (used to
     ship `default`; works on an editable or user-writable install)."""
-    loaded = load_model(src)
+    path = Path(src)
+    if not path.is_file():
+        raise ModelError(f"model not found: '{src}'")
+    blob = path.read_bytes()  # read once: the recorded sha256 is that of the weights checked here
+    loaded = model_from_bytes(blob, str(path), path)
     name = name or loaded.name
     if not name.replace("-", "").replace("_", "").isalnum():
         raise ModelError(f"model name '{name}' must be letters, digits, '-' or '_'")
-    blob = Path(src).read_bytes()
     BUNDLED_DIR.mkdir(exist_ok=True)
-    (BUNDLED_DIR / f"{name}.safetensors").write_bytes(blob)
+    _write_atomic(BUNDLED_DIR / f"{name}.safetensors", blob)
     idx = bundled_index()
-    idx[name] = {"file": f"{name}.safetensors", "sha256": hashlib.sha256(blob).hexdigest(), "bytes": len(blob),
-                 "params": loaded.model.num_params(), "figures": loaded.info}
-    (BUNDLED_DIR / "index.json").write_text(json.dumps(idx, indent=2, sort_keys=True) + "\n")
+    idx[name] = {"name": name, "file": f"{name}.safetensors", "sha256": hashlib.sha256(blob).hexdigest(),
+                 "bytes": len(blob), "params": loaded.model.num_params(), "figures": loaded.info}
+    _write_atomic(BUNDLED_DIR / "index.json", (json.dumps(idx, indent=2, sort_keys=True) + "\n").encode())
     return idx[name]
 
 

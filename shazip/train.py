@@ -145,6 +145,8 @@ def train(args: TrainArgs) -> dict:
     finally:
         stop.restore()
         torch.set_num_threads(threads)
+        if dist.is_initialized():  # also after an error, so torchrun's ranks exit
+            dist.destroy_process_group()
 
 
 def _train(args: TrainArgs, stop: Stop) -> dict:
@@ -293,8 +295,6 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         print(f"exported {out / f'{name}.safetensors'} sha256 {digest}", file=sys.stderr)
         print(digest)
         record = final
-    if ddp:
-        dist.destroy_process_group()
     return record
 
 
