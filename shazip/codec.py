@@ -78,11 +78,12 @@ def run_lanes(engine: Engine, code: Callable[[np.ndarray, np.ndarray | None], np
     step (always a prefix, since only the last lanes are shorter). Returns the block's bytes."""
     lengths = lane_lengths(n, lanes)
     span = int(lengths[0]) if n else 0
-    grid = np.zeros((lanes, span), dtype=np.uint8)
+    # Lane i is bytes [i*span, (i+1)*span): the block, zero-padded to lanes*span, viewed as
+    # [lanes, span]. The loop works on its transpose so each step's bytes are contiguous.
+    flat = np.zeros(lanes * span, dtype=np.uint8)
     if data is not None:
-        flat = np.frombuffer(data, dtype=np.uint8)
-        for i, ln in enumerate(lengths):
-            grid[i, :ln] = flat[i * span : i * span + ln]
+        flat[:n] = np.frombuffer(data, dtype=np.uint8)
+    steps = np.ascontiguousarray(flat.reshape(lanes, span).T)  # [span, lanes]
     prev = np.full(lanes, BOS, dtype=np.int64)
     state = engine.start(lanes)
     active = lanes
@@ -90,12 +91,12 @@ def run_lanes(engine: Engine, code: Callable[[np.ndarray, np.ndarray | None], np
         while lengths[active - 1] <= t:
             active -= 1
         state, p = engine.probs(state, prev)
-        sym = code(p[:active], None if data is None else grid[:active, t])
-        grid[:active, t] = sym
+        sym = code(p[:active], None if data is None else steps[t, :active])
+        steps[t, :active] = sym
         prev[:active] = sym
         if progress is not None:
             progress(active)
-    return b"".join(grid[i, :ln].tobytes() for i, ln in enumerate(lengths))
+    return steps.T.reshape(-1)[:n].tobytes()
 
 
 def model_encode(engine: Engine, data: bytes, lanes: int, progress=None) -> bytes:
