@@ -19,8 +19,10 @@ import json
 import os
 import pty
 import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -566,3 +568,23 @@ def test_output_onto_the_input_is_refused(tmp_path, random_model_path):
     r = CliRunner().invoke(main, ["compress", str(src), "-o", str(src), "-f", "--rm", "--model", str(random_model_path)])
     assert r.exit_code == 2 and "would overwrite the input" in r.stderr
     assert src.read_bytes() == b"hello world\n" and sorted(p.name for p in tmp_path.iterdir()) == ["a"]
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_leaves_no_output(tmp_path, random_model_path, text, sig, code):
+    """A real process interrupted mid-compression: exit 130/143, no output or temp file, input intact."""
+    src = tmp_path / "big.txt"
+    src.write_bytes(text * 4)
+    p = subprocess.Popen([sys.executable, "-m", "shazip", "compress", str(src), "--model", str(random_model_path),
+                          "--block-size", "20000", "-q"], stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not any(f.name.endswith(".tmp") for f in tmp_path.iterdir()):  # wait until it is writing
+        assert p.poll() is None and time.time() < deadline, "compress ended before it could be interrupted"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    assert b"Traceback" not in err
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["big.txt"]
+    assert src.read_bytes() == text * 4
