@@ -138,7 +138,7 @@ def max_payload(method: int, orig_len: int) -> int:
     """The largest payload a block of orig_len bytes can have; checked before reading it.
 
     Automatic method choice never exceeds orig_len (raw is always a candidate), but a caller
-    may force one method: zstd's worst case is its compressBound (about n + n/256 + 64), and a
+    may force one method: zstd never exceeds its compressBound (about n + n/256 + 64; we allow n + n/128 + 128), and a
     model-coded byte costs at most 24 bits (constriction's smallest probability is 2^-24),
     plus the coder's final words."""
     if method == Method.RAW:

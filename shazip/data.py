@@ -77,7 +77,6 @@ class Corpus:
                 raise UsageError(f"corpus file is empty: {p}")
             self.parts.append(np.memmap(src, dtype=np.uint8, mode="r"))
         self.starts = np.cumsum([0] + [len(a) for a in self.parts])
-        self.paths = [str(p) for p in paths]
 
     def __len__(self) -> int:
         return int(self.starts[-1])
