@@ -16,7 +16,7 @@ from typing import BinaryIO, Callable, Iterator
 import torch
 
 from .codec import ALL_METHODS, MAX_LANES, FloatEngine, decode_block, encode_block
-from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Method, verify_block
+from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Method, read_upto, verify_block
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .models import LoadedModel, find_model, load_model, model_from_bytes
 
@@ -40,18 +40,6 @@ def torch_threads(n: int | None) -> Iterator[None]:
 
 def _resolve(model: str | LoadedModel) -> LoadedModel:
     return model if isinstance(model, LoadedModel) else load_model(model)
-
-
-def _read_block(src: BinaryIO, n: int) -> bytes:
-    """Up to n bytes: loops over short reads (pipes) until n bytes or end of input."""
-    chunks, got = [], 0
-    while got < n:
-        chunk = src.read(n - got)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
 
 
 def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
@@ -79,7 +67,7 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
                         model_id=loaded.model_id, model_name=loaded.name, block_size=block_size, lanes=lanes)
         writer = ArchiveWriter(dst, header)
         total = 0
-        while block := _read_block(src, block_size):
+        while block := read_upto(src, block_size):
             method, k, payload = encode_block(engine, block, lanes, progress, methods)
             writer.add_block(method, k, block, payload)
             total += len(block)

@@ -232,6 +232,20 @@ class ArchiveWriter:
         return trailer
 
 
+def read_upto(src: BinaryIO, n: int) -> bytes:
+    """Up to n bytes, fewer only at EOF; loops because pipes return short reads. Reads in
+    chunks, so memory grows with the bytes that arrive, not with the n asked for."""
+    chunks = []
+    remaining = n
+    while remaining:
+        chunk = src.read(min(remaining, _READ_CHUNK))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
 class ArchiveReader:
     """Reads and validates the header at construction; blocks() streams the rest once, in order.
 
@@ -246,16 +260,7 @@ class ArchiveReader:
         self.header = self._read_header()
 
     def _read_upto(self, n: int) -> bytes:
-        """Up to n bytes, fewer only at EOF; loops because pipes return short reads."""
-        chunks = []
-        remaining = n
-        while remaining:
-            chunk = self._src.read(min(remaining, _READ_CHUNK))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = read_upto(self._src, n)
         self.bytes_read += len(data)
         return data
 
