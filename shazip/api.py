@@ -15,13 +15,15 @@ from typing import BinaryIO, Callable, Iterator
 
 import torch
 
-from .codec import ALL_METHODS, MAX_LANES, FloatEngine, decode_block, encode_block
+from .codec import ALL_METHODS, ENGINE_FLOAT32, ENGINE_INT8, MAX_LANES, Engine, FloatEngine, IntEngine, decode_block, encode_block
 from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Method, read_upto, verify_block
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .models import LoadedModel, find_model, load_model, model_from_bytes
 
 DEFAULT_LANES = 32
 DEFAULT_BLOCK_SIZE = 2 << 20
+ENGINES = {"int8": ENGINE_INT8, "float32": ENGINE_FLOAT32}
+AUTO_COMPILE_BYTES = 256 << 10  # compiling costs seconds up front; worth it for blocks this large
 
 Progress = Callable[[int], None]
 
@@ -42,14 +44,35 @@ def _resolve(model: str | LoadedModel) -> LoadedModel:
     return model if isinstance(model, LoadedModel) else load_model(model)
 
 
+class _LazyEngine:
+    """Builds the engine at the first model-coded block (stored/zstd archives never need the
+    model), compiling it if asked, or if `compile` is None and that block is large."""
+
+    def __init__(self, engine_id: int, loaded: Callable[[], LoadedModel], threads: int,
+                 compile: bool | None) -> None:
+        self.engine_id, self.loaded, self.threads, self.compile = engine_id, loaded, threads, compile
+        self.engine: Engine | None = None
+
+    def __call__(self, block_len: int) -> Engine:
+        if self.engine is None:
+            if self.engine_id == ENGINE_FLOAT32:
+                self.engine = FloatEngine(self.loaded(), self.threads)
+            else:
+                c = block_len >= AUTO_COMPILE_BYTES if self.compile is None else self.compile
+                self.engine = IntEngine(self.loaded(), compile=c)
+        return self.engine
+
+
 def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
                     lanes: int = DEFAULT_LANES, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 1, progress: Progress | None = None,
-                    methods: frozenset[Method] = ALL_METHODS) -> int:
+                    methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
+                    compile: bool | None = None) -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes.
     `methods` restricts the block methods tried (e.g. {Method.MODEL} to measure the model).
-    `threads` defaults to 1: more threads barely help a batch this small, and idle-spinning
-    OpenMP threads cost a lot on a machine whose other cores are busy."""
+    `engine` is "int8" (integer-exact, decodes anywhere) or "float32" (decodes only on this
+    machine with the same thread count). `compile`: torch.compile the int8 engine (None: for
+    blocks of 256 KiB or more); it changes speed, never the archive."""
     if not 1 <= lanes <= MAX_LANES:
         raise UsageError(f"--lanes must be between 1 and {MAX_LANES}")
     if not 1 <= block_size <= MAX_BLOCK_SIZE:
@@ -58,17 +81,21 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
         raise UsageError("--threads must be between 1 and 255")
     if not methods:
         raise UsageError("no block method allowed")
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
     loaded = _resolve(model)
     if len(loaded.name.encode()) > 255:
         raise UsageError(f"model name is longer than 255 bytes: {loaded.name[:40]}...")
     with torch_threads(threads):
-        engine = FloatEngine(loaded, torch.get_num_threads())
-        header = Header(engine=engine.engine_id, engine_version=engine.engine_version, threads=engine.threads,
+        kind = FloatEngine if ENGINES[engine] == ENGINE_FLOAT32 else IntEngine
+        header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
+                        threads=torch.get_num_threads() if kind is FloatEngine else 0,
                         model_id=loaded.model_id, model_name=loaded.name, block_size=block_size, lanes=lanes)
+        get_engine = _LazyEngine(kind.engine_id, lambda: loaded, header.threads, compile)
         writer = ArchiveWriter(dst, header)
         total = 0
         while block := read_upto(src, block_size):
-            method, k, payload = encode_block(engine, block, lanes, progress, methods)
+            method, k, payload = encode_block(lambda: get_engine(len(block)), block, lanes, progress, methods)
             writer.add_block(method, k, block, payload)
             total += len(block)
         writer.finish()
@@ -76,31 +103,33 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
 
 
 def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
-                      progress: Progress | None = None) -> int:
+                      progress: Progress | None = None, threads: int = 1, compile: bool | None = None) -> int:
     """Decompresses src to dst, verifying each block before writing it; returns bytes written.
-    `model` overrides the archive's model name; its id must still match the archive's."""
+    `model` overrides the archive's model name; its id must still match the archive's.
+    `threads` and `compile` apply to int8 archives (float32 ones replay the encoder's threads)."""
+    if not 1 <= threads <= 255:
+        raise UsageError("--threads must be between 1 and 255")
     reader = ArchiveReader(src)
     h = reader.header
-    engine: FloatEngine | None = None
 
-    def get_engine() -> FloatEngine:
-        nonlocal engine
-        if engine is None:
-            if (h.engine, h.engine_version) != (FloatEngine.engine_id, FloatEngine.engine_version):
-                raise UnsupportedVersion(f"archive needs engine {h.engine} version {h.engine_version}, "
-                                         f"which this shazip does not have")
-            loaded = find_model(h.model_name, h.model_id) if model is None else _resolve(model)
-            if loaded.model_id != h.model_id:
-                raise ModelError(f"wrong model: the archive needs '{h.model_name}' (id {h.model_id.hex()[:16]}), "
-                                 f"given '{loaded.name}' (id {loaded.id_hex[:16]})")
-            engine = FloatEngine(loaded, h.threads)
-        return engine
+    def loaded() -> LoadedModel:
+        known = {FloatEngine.engine_id: FloatEngine.engine_version, IntEngine.engine_id: IntEngine.engine_version}
+        if known.get(h.engine) != h.engine_version:
+            raise UnsupportedVersion(f"archive needs engine {h.engine} version {h.engine_version}, "
+                                     f"which this shazip does not have")
+        found = find_model(h.model_name, h.model_id) if model is None else _resolve(model)
+        if found.model_id != h.model_id:
+            raise ModelError(f"wrong model: the archive needs '{h.model_name}' (id {h.model_id.hex()[:16]}), "
+                             f"given '{found.name}' (id {found.id_hex[:16]})")
+        return found
 
+    get_engine = _LazyEngine(h.engine, loaded, h.threads, compile)
     total = 0
-    with torch_threads(h.threads or None):  # the float engine replays the encoder's thread count
+    with torch_threads(h.threads if h.engine == ENGINE_FLOAT32 else threads):
         for bh, payload in reader.blocks():
             try:
-                block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress)
+                block = decode_block(lambda: get_engine(bh.orig_len), bh.method, bh.lanes, payload, bh.orig_len,
+                                     progress)
             except CorruptArchive as e:
                 raise CorruptArchive(f"block {bh.index}: {e}") from None
             verify_block(bh, block)

@@ -21,7 +21,7 @@ from typing import BinaryIO, Callable, Iterator
 import click
 
 from . import __version__
-from .api import DEFAULT_BLOCK_SIZE, DEFAULT_LANES, compress_stream, decompress_stream
+from .api import DEFAULT_BLOCK_SIZE, DEFAULT_LANES, ENGINES, compress_stream, decompress_stream
 from .codec import ENGINE_NAMES
 from .container import describe
 from .errors import OutputExists, ShazipError, UsageError
@@ -154,6 +154,10 @@ def _file_options(f: Callable) -> Callable:
         click.option("--rm", "remove", is_flag=True, help="Remove the input after success."),
         click.option("-f", "--force", is_flag=True, help="Overwrite an existing output."),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+        click.option("--threads", default=1, show_default=True, help="CPU threads for the model."),
+        click.option("--compile/--no-compile", "compile_", default=None,
+                     help="torch.compile the int8 engine (default: for blocks of 256 KiB or more). "
+                          "Speed only: the output is the same either way."),
     ]):
         f = opt(f)
     return f
@@ -172,9 +176,11 @@ def main() -> None:
 @click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
 @click.option("--lanes", default=DEFAULT_LANES, show_default=True, help="Parallel lanes per block.")
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
-@click.option("--threads", default=1, show_default=True, help="CPU threads for the model.")
+@click.option("--engine", type=click.Choice(list(ENGINES)), default="int8", show_default=True,
+              help="int8: integer-exact, decodes on any machine. float32: reference; decodes only "
+                   "on this machine with the same --threads.")
 def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, model: str,
-             lanes: int, block_size: int, threads: int, quiet: bool) -> None:
+             lanes: int, block_size: int, threads: int, quiet: bool, engine: str, compile_: bool | None) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
 
     def body() -> None:
@@ -184,7 +190,8 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
         loaded = load_model(model)  # before creating any output: a missing model leaves nothing behind
         with _input(file) as src, _output(dest, force) as dst:
             bar = ProgressBar(_size(file), not quiet)
-            compress_stream(src, dst, loaded, lanes=lanes, block_size=block_size, threads=threads, progress=bar)
+            compress_stream(src, dst, loaded, lanes=lanes, block_size=block_size, threads=threads, progress=bar,
+                            engine=engine, compile=compile_)
             bar.close()
         if remove and file != "-" and dest is not None:
             os.unlink(file)
@@ -203,10 +210,8 @@ def _strip_suffix(src: str) -> str:
 @click.option("-o", "--output", help="Output file (default FILE without .shz).")
 @_file_options
 @click.option("--model", default=None, help="Model file to use instead of the bundled one the archive names.")
-@click.option("--threads", default=None, type=int, hidden=True,
-              help="Ignored for float archives: they replay the thread count recorded at compression.")
 def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool,
-               model: str | None, threads: int | None, quiet: bool) -> None:
+               model: str | None, threads: int, quiet: bool, compile_: bool | None) -> None:
     """Decompress FILE.shz (or - for standard input) to FILE."""
 
     def body() -> None:
@@ -214,7 +219,7 @@ def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remov
         loaded = load_model(model) if model else None
         with _input(file) as src, _output(dest, force) as dst:
             bar = ProgressBar(None, not quiet)
-            decompress_stream(src, dst, loaded, progress=bar)
+            decompress_stream(src, dst, loaded, progress=bar, threads=threads, compile=compile_)
             bar.close()
         if remove and file != "-" and dest is not None:
             os.unlink(file)

@@ -6,9 +6,11 @@ engine turns every lane's previous byte into a probability row, and the coder co
 of every lane that still has one. `run_lanes` is that loop, shared by encoder and decoder:
 only the coder differs, so both sides see the same probabilities by construction.
 
-An engine is what turns bytes into probability rows. `FloatEngine` is the float32 reference:
-it is exact only on the machine and thread count that made the archive (its id is 0 and the
-header records the threads). The integer engine will slot in behind the same interface.
+An engine is what turns bytes into probability rows. `IntEngine` (id 1, the default) runs
+the integer-exact model of `quant.py`: its rows are the same on every machine, thread count,
+batch shape and compile mode. `FloatEngine` (id 0) is the float32 reference, exact only on the
+machine and thread count that made the archive (the header records the threads); it is kept
+for evaluation and as an explicit, non-portable option.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .coder import Decoder, Encoder
 from .container import Method
 from .errors import CorruptArchive
 from .models import LoadedModel
+from .quant import ENGINE_VERSION, IntModel, probabilities
 
 BOS = 0  # the "previous byte" fed to every lane at its start
 MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
@@ -30,7 +33,8 @@ MIN_LANE = 256  # shorter lanes would cost more in cold starts than they gain in
 ZSTD_LEVEL = 19
 
 ENGINE_FLOAT32 = 0
-ENGINE_NAMES = {ENGINE_FLOAT32: "float32 (reference, non-portable)"}
+ENGINE_INT8 = 1
+ENGINE_NAMES = {ENGINE_FLOAT32: "float32 (reference, non-portable)", ENGINE_INT8: "int8 (integer-exact, portable)"}
 
 
 class Engine(Protocol):
@@ -62,6 +66,39 @@ class FloatEngine:
     def probs(self, state, prev: np.ndarray):
         state, logits = self.model.step(state, torch.from_numpy(prev))
         return state, torch.softmax(logits.double(), dim=-1).numpy()
+
+
+class IntEngine:
+    """The integer-exact model (quant.py). Compiling it (torch.compile, needs a C++ compiler)
+    changes speed only, never a bit of the output; if compiling fails the engine runs eagerly."""
+
+    engine_id = ENGINE_INT8
+    engine_version = ENGINE_VERSION
+    threads = 0  # the output does not depend on it
+
+    def __init__(self, loaded: LoadedModel, compile: bool = False, device: str = "cpu") -> None:
+        self.model = IntModel(loaded.model, device)
+        self._eager = self.model._core
+        if compile:
+            self.model._core = torch.compile(self._eager)
+
+    def start(self, lanes: int) -> object:
+        return self.model.init_state(lanes)
+
+    def probs(self, state, prev: np.ndarray):
+        x = torch.from_numpy(prev).to(self.model.device)
+        try:
+            state, freq = self.model.step(state, x)
+        except Exception as e:  # a failed compile (no C++ compiler): same results, eagerly
+            if self.model._core is self._eager or not _is_compile_error(e):
+                raise
+            self.model._core = self._eager
+            state, freq = self.model.step(state, x)
+        return state, probabilities(freq)
+
+
+def _is_compile_error(e: Exception) -> bool:
+    return type(e).__module__.startswith(("torch._dynamo", "torch._inductor"))
 
 
 def lane_lengths(n: int, lanes: int) -> np.ndarray:
@@ -122,11 +159,12 @@ def order0_entropy(data: bytes) -> float:
 ALL_METHODS = frozenset(Method)
 
 
-def encode_block(engine: Engine, data: bytes, lanes: int, progress=None,
+def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, progress=None,
                  methods: frozenset[Method] = ALL_METHODS) -> tuple[Method, int, bytes]:
     """The smallest of the allowed methods (model-coded, zstd, raw; ties go to the cheaper
     decode). Unless the model is the only choice, data whose byte histogram is already near
-    8 bits/byte (compressed or random) skips the model: it cannot win and would cost time."""
+    8 bits/byte (compressed or random) skips the model: it cannot win and would cost time.
+    `get_engine` is called only if the model is tried."""
     candidates = []
     if Method.RAW in methods:
         candidates.append((Method.RAW, 1, data))
@@ -134,7 +172,7 @@ def encode_block(engine: Engine, data: bytes, lanes: int, progress=None,
         candidates.append((Method.ZSTD, 1, zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)))
     if Method.MODEL in methods and (methods == {Method.MODEL} or order0_entropy(data) < 7.5):
         k = effective_lanes(len(data), lanes)
-        candidates.append((Method.MODEL, k, model_encode(engine, data, k, progress)))
+        candidates.append((Method.MODEL, k, model_encode(get_engine(), data, k, progress)))
     elif progress is not None:
         progress(len(data))
     if not candidates:
