@@ -23,7 +23,6 @@ from .models import LoadedModel, find_model, load_model, model_from_bytes
 DEFAULT_LANES = 32
 DEFAULT_BLOCK_SIZE = 2 << 20
 ENGINES = {"int8": ENGINE_INT8, "float32": ENGINE_FLOAT32}
-AUTO_COMPILE_BYTES = 256 << 10  # compiling costs seconds up front; worth it for blocks this large
 
 Progress = Callable[[int], None]
 
@@ -45,34 +44,28 @@ def _resolve(model: str | LoadedModel) -> LoadedModel:
 
 
 class _LazyEngine:
-    """Builds the engine at the first model-coded block (stored/zstd archives never need the
-    model), compiling it if asked, or if `compile` is None and that block is large."""
+    """Builds the engine at the first model-coded block: archives of stored/zstd blocks never
+    need the model."""
 
-    def __init__(self, engine_id: int, loaded: Callable[[], LoadedModel], threads: int,
-                 compile: bool | None) -> None:
-        self.engine_id, self.loaded, self.threads, self.compile = engine_id, loaded, threads, compile
+    def __init__(self, engine_id: int, loaded: Callable[[], LoadedModel], threads: int) -> None:
+        self.engine_id, self.loaded, self.threads = engine_id, loaded, threads
         self.engine: Engine | None = None
 
-    def __call__(self, block_len: int) -> Engine:
+    def __call__(self) -> Engine:
         if self.engine is None:
-            if self.engine_id == ENGINE_FLOAT32:
-                self.engine = FloatEngine(self.loaded(), self.threads)
-            else:
-                c = block_len >= AUTO_COMPILE_BYTES if self.compile is None else self.compile
-                self.engine = IntEngine(self.loaded(), compile=c)
+            self.engine = (FloatEngine(self.loaded(), self.threads) if self.engine_id == ENGINE_FLOAT32
+                           else IntEngine(self.loaded()))
         return self.engine
 
 
 def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
                     lanes: int = DEFAULT_LANES, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 1, progress: Progress | None = None,
-                    methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
-                    compile: bool | None = None) -> int:
+                    methods: frozenset[Method] = ALL_METHODS, engine: str = "int8") -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes.
     `methods` restricts the block methods tried (e.g. {Method.MODEL} to measure the model).
     `engine` is "int8" (integer-exact, decodes anywhere) or "float32" (decodes only on this
-    machine with the same thread count). `compile`: torch.compile the int8 engine (None: for
-    blocks of 256 KiB or more); it changes speed, never the archive."""
+    machine with the same thread count)."""
     if not 1 <= lanes <= MAX_LANES:
         raise UsageError(f"--lanes must be between 1 and {MAX_LANES}")
     if not 1 <= block_size <= MAX_BLOCK_SIZE:
@@ -91,11 +84,11 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
         header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
                         threads=torch.get_num_threads() if kind is FloatEngine else 0,
                         model_id=loaded.model_id, model_name=loaded.name, block_size=block_size, lanes=lanes)
-        get_engine = _LazyEngine(kind.engine_id, lambda: loaded, header.threads, compile)
+        get_engine = _LazyEngine(kind.engine_id, lambda: loaded, header.threads)
         writer = ArchiveWriter(dst, header)
         total = 0
         while block := read_upto(src, block_size):
-            method, k, payload = encode_block(lambda: get_engine(len(block)), block, lanes, progress, methods)
+            method, k, payload = encode_block(get_engine, block, lanes, progress, methods)
             writer.add_block(method, k, block, payload)
             total += len(block)
         writer.finish()
@@ -103,10 +96,10 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
 
 
 def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
-                      progress: Progress | None = None, threads: int = 1, compile: bool | None = None) -> int:
+                      progress: Progress | None = None, threads: int = 1) -> int:
     """Decompresses src to dst, verifying each block before writing it; returns bytes written.
     `model` overrides the archive's model name; its id must still match the archive's.
-    `threads` and `compile` apply to int8 archives (float32 ones replay the encoder's threads)."""
+    `threads` applies to int8 archives (float32 ones replay the encoder's thread count)."""
     if not 1 <= threads <= 255:
         raise UsageError("--threads must be between 1 and 255")
     reader = ArchiveReader(src)
@@ -123,13 +116,12 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
                              f"given '{found.name}' (id {found.id_hex[:16]})")
         return found
 
-    get_engine = _LazyEngine(h.engine, loaded, h.threads, compile)
+    get_engine = _LazyEngine(h.engine, loaded, h.threads)
     total = 0
     with torch_threads(h.threads if h.engine == ENGINE_FLOAT32 else threads):
         for bh, payload in reader.blocks():
             try:
-                block = decode_block(lambda: get_engine(bh.orig_len), bh.method, bh.lanes, payload, bh.orig_len,
-                                     progress)
+                block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress)
             except CorruptArchive as e:
                 raise CorruptArchive(f"block {bh.index}: {e}") from None
             verify_block(bh, block)

@@ -155,9 +155,6 @@ def _file_options(f: Callable) -> Callable:
         click.option("-f", "--force", is_flag=True, help="Overwrite an existing output."),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
         click.option("--threads", default=1, show_default=True, help="CPU threads for the model."),
-        click.option("--compile/--no-compile", "compile_", default=None,
-                     help="torch.compile the int8 engine (default: for blocks of 256 KiB or more). "
-                          "Speed only: the output is the same either way."),
     ]):
         f = opt(f)
     return f
@@ -180,7 +177,7 @@ def main() -> None:
               help="int8: integer-exact, decodes on any machine. float32: reference; decodes only "
                    "on this machine with the same --threads.")
 def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, model: str,
-             lanes: int, block_size: int, threads: int, quiet: bool, engine: str, compile_: bool | None) -> None:
+             lanes: int, block_size: int, threads: int, quiet: bool, engine: str) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
 
     def body() -> None:
@@ -191,7 +188,7 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
         with _input(file) as src, _output(dest, force) as dst:
             bar = ProgressBar(_size(file), not quiet)
             compress_stream(src, dst, loaded, lanes=lanes, block_size=block_size, threads=threads, progress=bar,
-                            engine=engine, compile=compile_)
+                            engine=engine)
             bar.close()
         if remove and file != "-" and dest is not None:
             os.unlink(file)
@@ -211,7 +208,7 @@ def _strip_suffix(src: str) -> str:
 @_file_options
 @click.option("--model", default=None, help="Model file to use instead of the bundled one the archive names.")
 def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool,
-               model: str | None, threads: int, quiet: bool, compile_: bool | None) -> None:
+               model: str | None, threads: int, quiet: bool) -> None:
     """Decompress FILE.shz (or - for standard input) to FILE."""
 
     def body() -> None:
@@ -219,7 +216,7 @@ def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remov
         loaded = load_model(model) if model else None
         with _input(file) as src, _output(dest, force) as dst:
             bar = ProgressBar(None, not quiet)
-            decompress_stream(src, dst, loaded, progress=bar, threads=threads, compile=compile_)
+            decompress_stream(src, dst, loaded, progress=bar, threads=threads)
             bar.close()
         if remove and file != "-" and dest is not None:
             os.unlink(file)

@@ -69,36 +69,22 @@ class FloatEngine:
 
 
 class IntEngine:
-    """The integer-exact model (quant.py). Compiling it (torch.compile, needs a C++ compiler)
-    changes speed only, never a bit of the output; if compiling fails the engine runs eagerly."""
+    """The integer-exact model (quant.py): the same rows on every machine."""
 
     engine_id = ENGINE_INT8
     engine_version = ENGINE_VERSION
     threads = 0  # the output does not depend on it
 
-    def __init__(self, loaded: LoadedModel, compile: bool = False, device: str = "cpu") -> None:
+    def __init__(self, loaded: LoadedModel, device: str = "cpu") -> None:
         self.model = IntModel(loaded.model, device)
-        self._eager = self.model._core
-        if compile:
-            self.model._core = torch.compile(self._eager)
 
     def start(self, lanes: int) -> object:
         return self.model.init_state(lanes)
 
+    @torch.no_grad()
     def probs(self, state, prev: np.ndarray):
-        x = torch.from_numpy(prev).to(self.model.device)
-        try:
-            state, freq = self.model.step(state, x)
-        except Exception as e:  # a failed compile (no C++ compiler): same results, eagerly
-            if self.model._core is self._eager or not _is_compile_error(e):
-                raise
-            self.model._core = self._eager
-            state, freq = self.model.step(state, x)
+        state, freq = self.model.step(state, torch.from_numpy(prev).to(self.model.device))
         return state, probabilities(freq)
-
-
-def _is_compile_error(e: Exception) -> bool:
-    return type(e).__module__.startswith(("torch._dynamo", "torch._inductor"))
 
 
 def lane_lengths(n: int, lanes: int) -> np.ndarray:

@@ -281,14 +281,12 @@ class QNorm:
 @dataclass
 class IntState:
     """Per-lane state of the integer step. h: int8 [B, d] (h * 127); c: int64 [B, d] (Q15);
-    the attention ring as int8 keys [B, M, d] and the same values transposed [B, d, M] (each
-    bmm then reduces over a contiguous axis), with each slot's row scale mem_e [B, M];
-    pos: bytes consumed (the ring's slots < min(pos, M) are filled)."""
+    mem: the attention ring, int8 values held in float32 [B, M, d] (for the exact bmm, rule 2);
+    mem_e: int64 [B, M], each slot's row scale; pos: bytes consumed (slots < min(pos, M) filled)."""
 
     h: list[torch.Tensor]
     c: list[torch.Tensor]
-    keys: torch.Tensor
-    values: torch.Tensor
+    mem: torch.Tensor
     mem_e: torch.Tensor
     pos: int = 0
 
@@ -343,42 +341,29 @@ class IntModel:
 
     def init_state(self, batch: int) -> IntState:
         c, dev = self.cfg, self.device
-        zeros = lambda *shape, dt=torch.int8: torch.zeros(*shape, dtype=dt, device=dev)  # noqa: E731
-        return IntState([zeros(batch, c.d_model) for _ in self.blocks],
-                        [zeros(batch, c.d_model, dt=torch.int64) for _ in self.blocks],
-                        zeros(batch, c.mem_len, c.d_model), zeros(batch, c.d_model, c.mem_len),
-                        zeros(batch, c.mem_len, dt=torch.int64))
+        zeros = lambda *shape, dt=torch.int64: torch.zeros(*shape, dtype=dt, device=dev)  # noqa: E731
+        return IntState([zeros(batch, c.d_model, dt=torch.int8) for _ in self.blocks],
+                        [zeros(batch, c.d_model) for _ in self.blocks],
+                        zeros(batch, c.mem_len, c.d_model, dt=torch.float32), zeros(batch, c.mem_len))
 
     def step(self, state: IntState, x: torch.Tensor) -> tuple[IntState, torch.Tensor]:
         """x: int64 [B] previous bytes -> (state, int64 frequencies [B, 256], every entry >= 1).
         The ring is updated in place and shared with the returned state."""
-        M = self.cfg.mem_len
-        filled = torch.arange(M, device=self.device) < min(state.pos, M)
-        hs, cs, qm, em, freq = self._core(x, state.h, state.c, state.keys, state.values, state.mem_e, filled)
-        slot = state.pos % M
-        state.keys[:, slot] = qm
-        state.values[:, :, slot] = qm
-        state.mem_e[:, slot] = em[:, 0]
-        return IntState(hs, cs, state.keys, state.values, state.mem_e, state.pos + 1), freq
-
-    def _core(self, x, hs, cs, keys, values, mem_e, filled):
-        """Everything but the ring write; shapes depend on the batch only (compilable)."""
         h = self.embed[x]
-        new_h, new_c, mem_entry = [], [], None
-        for b, hq, c in zip(self.blocks, hs, cs):
+        hs, cs = [], []
+        for b, hq, c in zip(self.blocks, state.h, state.c):
             h = b["ln_start"](h)
             hr, hq, c = self._lstm(b, h, hq, c)
-            new_h.append(hq)
-            new_c.append(c)
+            hs.append(hq)
+            cs.append(c)
             h = (h + hr).clamp(-R_MAX, R_MAX)
             if "q" in b:
                 mid = b["ln_mid"](h)
-                mem_entry = quantize_rows(b["ln_mem"](h))
-                h = (mid + self._attend(b, mid, mem_entry, keys, values, mem_e, filled)).clamp(-R_MAX, R_MAX)
+                h = (mid + self._attend(b, mid, b["ln_mem"](h), state)).clamp(-R_MAX, R_MAX)
             h = (b["ln_ff"](h) + self._boom(b, h)).clamp(-R_MAX, R_MAX)
         logits = self.out([quantize_rows(h)])
         freq = self.tables["exp_out"][(logits.amax(-1, keepdim=True) - logits).clamp_max(EXP_OUT_RANGE * ONE)]
-        return new_h, new_c, mem_entry[0], mem_entry[1], freq.clamp_min(1)
+        return IntState(hs, cs, state.mem, state.mem_e, state.pos + 1), freq.clamp_min(1)
 
     def _lstm(self, b: dict, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor):
         t, d = self.tables, self.cfg.d_model
@@ -389,36 +374,36 @@ class IntModel:
         hh = o * lookup(t["tanh"], rshift(c, GATE_FRAC - FRAC))  # Q30
         return rshift(hh, 2 * GATE_FRAC - FRAC), rshift(hh * 127, 2 * GATE_FRAC).to(torch.int8), c
 
-    def _attend(self, b: dict, mid: torch.Tensor, entry: tuple[torch.Tensor, torch.Tensor],
-                keys: torch.Tensor, values: torch.Tensor, mem_e: torch.Tensor, filled: torch.Tensor) -> torch.Tensor:
+    def _attend(self, b: dict, mid: torch.Tensor, m: torch.Tensor, state: IntState) -> torch.Tensor:
         """Attention of query input `mid` over the ring's filled slots and the current memory
-        entry (q, e), in residual units. The int8 products are summed in float32, which is
-        exact in any order: a score sums d products below 127**2 (d * 127**2 < 2**24, checked
-        at load), and the mix sums integer weights u (sum u <= 2**17) times int8 values
+        entry `m` (then stored in the ring), in residual units. The float32 bmms are exact in
+        any order (rule 2): a score sums d products below 127**2 (d * 127**2 < 2**24, checked
+        at load); the mix sums integer weights u (sum u <= 2**17) times int8 values
         (< 2**17 * 127 < 2**24)."""
-        qm, em = entry
+        M = self.cfg.mem_len
+        slot, filled = state.pos % M, min(state.pos, M)
+        qm, em = quantize_rows(m)
         qq, eq = quantize_rows(b["q_ln"](b["q"]([quantize_rows(mid)])))
-        dots = torch.cat([(keys.float() * qq.float()[:, None, :]).sum(-1).to(torch.int64),
+        mem = state.mem[:, :filled]
+        dots = torch.cat([torch.bmm(mem, qq.float()[:, :, None])[:, :, 0].to(torch.int64),
                           (qq.to(torch.int64) * qm).sum(-1, keepdim=True)], dim=1)
-        es = torch.cat([mem_e, em], dim=1)
+        es = torch.cat([state.mem_e[:, :filled], em], dim=1)
         scores = rdiv(rshift(dots * es, FRAC) * eq, 127 * 127)  # units 2**-FRAC
-        valid = torch.cat([filled, filled.new_ones(1)])[None, :]
-        top = torch.where(valid, scores, scores.new_full((), -(1 << 60))).amax(-1, keepdim=True)
-        w = torch.where(valid, self.tables["exp_att"][(top - scores).clamp(0, EXP_ATT_RANGE * ONE)], 0)
+        w = self.tables["exp_att"][(scores.amax(-1, keepdim=True) - scores).clamp_max(EXP_ATT_RANGE * ONE)]
         we = w * es
         we_sum = we.sum(-1, keepdim=True)
-        u = torch.div(we * MIX_MASS, we_sum, rounding_mode="floor").float()
-        torch._dynamo.graph_break()  # compiled: materialize u rather than recompute it per product
-        M = keys.shape[1]
-        mix = (values.float() * u[:, None, :M]).sum(-1).to(torch.int64) + u[:, M:].to(torch.int64) * qm
+        u = torch.div(we * MIX_MASS, we_sum, rounding_mode="floor")
+        mix = torch.bmm(u[:, None, :filled].float(), mem)[:, 0].to(torch.int64) + u[:, filled:] * qm
         ebar = torch.div(we_sum << 8, w.sum(-1, keepdim=True), rounding_mode="floor")  # mean scale * 2**8
         t = rshift(mix * ebar, 25)  # = mix * ebar / MIX_MASS / 2**8
+        state.mem[:, slot] = qm.float()
+        state.mem_e[:, slot] = em[:, 0]
         return rdiv(t * b["vs"], 127 << 20)
 
     def _boom(self, b: dict, x: torch.Tensor) -> torch.Tensor:
         pre = b["boom"]([quantize_rows(b["ln_xff"](x))])
         g = lookup(self.tables["gelu"], pre) + (pre - LUT_RANGE * ONE).clamp_min(0)  # GELU(x) = x beyond 8
-        return g.view(g.shape[0], -1, self.cfg.d_model).sum(1)
+        return sum(g.split(self.cfg.d_model, dim=1))
 
 
 def probabilities(freq: torch.Tensor) -> np.ndarray:

@@ -1,0 +1,229 @@
+"""The integer engine: exact equality of probability tables wherever it runs, integer kernels
+against float references, and a golden archive that pins the arithmetic across machines.
+
+`tiny-trained.safetensors` is the `tiny` preset trained 300 steps on the fixture (peaked,
+varied distributions exercise more of the tables than random weights)."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings, strategies as st
+
+import shazip
+from shazip import quant
+from shazip.codec import IntEngine, model_encode
+from shazip.container import ArchiveReader, Method
+from shazip.errors import ModelError
+from shazip.model import SHARNN, get_config
+from shazip.models import load_model, save_model
+
+DATA = Path(__file__).parent / "data"
+MODEL_ONLY = frozenset({Method.MODEL})
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return load_model(DATA / "tiny-trained.safetensors")
+
+
+@pytest.fixture(scope="module")
+def int_model(trained):
+    return quant.IntModel(trained.model)
+
+
+def lanes_of(text: bytes, lanes: int, length: int) -> torch.Tensor:
+    """[lanes, length] bytes: lane k is text[k*length:(k+1)*length]."""
+    return torch.tensor(list(text[: lanes * length]), dtype=torch.int64).view(lanes, length)
+
+
+def run(im: quant.IntModel, grid: torch.Tensor) -> torch.Tensor:
+    """Frequency tables [steps, lanes, 256] for lanes fed their own bytes (0 first)."""
+    state = im.init_state(grid.shape[0])
+    prev = torch.zeros(grid.shape[0], dtype=torch.int64)
+    out = []
+    for t in range(grid.shape[1]):
+        state, freq = im.step(state, prev)
+        out.append(freq)
+        prev = grid[:, t]
+    return torch.stack(out)
+
+
+# Steps past the memory length (tiny: 24) so the ring wraps.
+STEPS = 60
+
+
+def test_tables_equal_across_batch_shapes(int_model, text):
+    """A lane's tables do not depend on its neighbours or on the batch size."""
+    grid = lanes_of(text, 5, STEPS)
+    many = run(int_model, grid)
+    for k in (0, 3):
+        assert torch.equal(run(int_model, grid[k:k + 1])[:, 0], many[:, k])
+    assert torch.equal(run(int_model, grid[1:4]), many[:, 1:4])
+
+
+def test_tables_equal_across_thread_counts(int_model, text):
+    grid = lanes_of(text, 33, STEPS)  # wide enough for torch to split work between threads
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = run(int_model, grid)
+        torch.set_num_threads(2)
+        two = run(int_model, grid)
+    finally:
+        torch.set_num_threads(old)
+    assert torch.equal(one, two)
+
+
+def test_tables_equal_after_reload(trained, int_model, text, tmp_path):
+    """A model file read again from disk into fresh objects gives the same tables."""
+    path = tmp_path / "again.safetensors"
+    path.write_bytes((DATA / "tiny-trained.safetensors").read_bytes())
+    again = load_model(path)
+    assert again.model_id == trained.model_id and again.model is not trained.model
+    grid = lanes_of(text, 3, STEPS)
+    assert torch.equal(run(quant.IntModel(again.model), grid), run(int_model, grid))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none on the CI machine)")
+def test_tables_equal_cpu_and_cuda(trained, int_model, text):
+    grid = lanes_of(text, 4, STEPS)
+    gpu = quant.IntModel(trained.model, device="cuda")
+    assert torch.equal(run(gpu, grid.cuda()).cpu(), run(int_model, grid))
+
+
+def test_encoder_and_decoder_see_the_same_rows(trained, text):
+    """The decoder's rows are the encoder's, row for row (and the archive round-trips)."""
+    data = text[:3000]
+    seen = {"enc": [], "dec": []}
+
+    class Recording(IntEngine):
+        def probs(self, state, prev):
+            state, p = super().probs(state, prev)
+            seen[self.side].append(p.copy())
+            return state, p
+
+    enc = Recording(trained)
+    enc.side = "enc"
+    payload = model_encode(enc, data, 4)
+    from shazip.codec import model_decode
+    dec = Recording(trained)
+    dec.side = "dec"
+    assert model_decode(dec, payload, len(data), 4) == data
+    assert len(seen["enc"]) == len(seen["dec"]) > 0
+    assert all(np.array_equal(a, b) for a, b in zip(seen["enc"], seen["dec"]))
+
+
+def test_archives_identical_across_thread_counts(trained, text):
+    data = text[:6000]
+    base = shazip.compress(data, model=trained, lanes=4, methods=MODEL_ONLY, threads=1)
+    assert shazip.compress(data, model=trained, lanes=4, methods=MODEL_ONLY, threads=2) == base
+    assert shazip.decompress(base, model=trained, threads=2) == data
+
+
+def test_golden_archive(trained, text):
+    """An archive made when this engine version was fixed: it must decode, and compressing the
+    same input must give the same bytes, on every machine. If the arithmetic changes on purpose,
+    bump quant.ENGINE_VERSION and regenerate (see tests/data/README.md)."""
+    golden = (DATA / "golden-int8.shz").read_bytes()
+    data = text[:4000]
+    assert shazip.decompress(golden, model=trained) == data
+    assert shazip.compress(data, model=trained, lanes=4, block_size=2500, methods=MODEL_ONLY) == golden
+    assert [b.method for b, _ in ArchiveReader(io.BytesIO(golden)).blocks()] == [Method.MODEL] * 2
+
+
+# ---------------------------------------------------------------------------- integer kernels
+
+def test_int8_close_to_float_model(trained, text):
+    """Whole-model check: int8 cross-entropy within a few hundredths of a bit of the float model."""
+    grid = lanes_of(text[1000:], 4, 400)
+    freq = run(quant.IntModel(trained.model), grid).double()
+    bits_int = -torch.log2(freq.gather(2, grid.T[:, :, None])[..., 0] / freq.sum(-1)).mean()
+    with torch.no_grad():
+        logits, _ = trained.model(torch.cat([torch.zeros(4, 1, dtype=torch.int64), grid[:, :-1]], 1),
+                                  trained.model.init_state(4))
+    bits_float = F.cross_entropy(logits.reshape(-1, 256), grid.reshape(-1)) / math.log(2)
+    assert abs(float(bits_int) - float(bits_float)) < 0.03
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, (1 << 52) - 1))
+def test_isqrt_exact(v):
+    assert int(quant.isqrt(torch.tensor([v]))[0]) == math.isqrt(v)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-(1 << 40), 1 << 40), st.integers(1, 1 << 20))
+def test_rdiv_rounds_half_up(a, b):
+    assert int(quant.rdiv(torch.tensor([a]), b)[0]) == math.floor(a / b + 0.5) if abs(a) < 1 << 30 else \
+        int(quant.rdiv(torch.tensor([a]), b)[0]) == (2 * a + b) // (2 * b)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.floats(1, 50))
+def test_layernorm_matches_float(seed, spread):
+    """Inputs with a standard deviation of at least 1 (1024 units), as residual streams have:
+    the integer mean and isqrt then err by a few units of 2**-10 at most."""
+    g = torch.Generator().manual_seed(seed)
+    ln = torch.nn.LayerNorm(64)
+    with torch.no_grad():
+        ln.weight.copy_(torch.rand(64, generator=g) * 3)
+        ln.bias.copy_(torch.randn(64, generator=g))
+    x = torch.randn(8, 64, generator=g, dtype=torch.float64) * spread
+    xi = torch.round(x * quant.ONE).to(torch.int64)
+    got = quant.QNorm.build(ln, "test")(xi).double() / quant.ONE
+    want = F.layer_norm(xi.double() / quant.ONE, (64,), ln.weight.double(), ln.bias.double(), 1e-12)
+    assert (got - want).abs().max() < 3 / quant.ONE
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_qlinear_matches_float(seed):
+    """Per-channel int8 weights x per-row int8 inputs: error within the int8 quantization
+    bound (|w| |x| K / 127 per output, loosely)."""
+    g = torch.Generator().manual_seed(seed)
+    w, b = torch.randn(48, 32, generator=g), torch.randn(48, generator=g)
+    x = torch.randn(5, 32, generator=g) * 3
+    xi = torch.round(x.double() * quant.ONE).to(torch.int64)
+    lin = quant.QLinear.build([(w, 1 / quant.ONE, quant.R_MAX)], b, "test")
+    got = lin([quant.quantize_rows(xi)]).double() / quant.ONE
+    want = xi.double() / quant.ONE @ w.double().T + b.double()
+    bound = (w.abs().sum(1)[None] * x.abs().amax(1, keepdim=True) / 127).double()
+    assert ((got - want).abs() <= bound + 1e-3).all()
+
+
+def test_lookup_tables_match_functions():
+    def table(name: str) -> torch.Tensor:
+        return torch.from_numpy(quant._table(name)).double()
+
+    xs = torch.arange(-quant.LUT_RANGE * quant.ONE, quant.LUT_RANGE * quant.ONE + 1).double() / quant.ONE
+    q15 = float(1 << quant.GATE_FRAC)
+    assert (table("sigmoid") / q15 - torch.sigmoid(xs)).abs().max() <= 0.5 / q15 + 1e-12
+    assert (table("tanh") / q15 - torch.tanh(xs)).abs().max() <= 0.5 / q15 + 1e-12
+    gelu = F.gelu(xs, approximate="tanh")
+    assert (table("gelu") / quant.ONE - gelu).abs().max() <= 0.5 / quant.ONE + 1e-12
+    e = torch.arange(quant.EXP_OUT_RANGE * quant.ONE + 1).double() / quant.ONE
+    assert (table("exp_out") / 2.0 ** quant.EXP_OUT_FRAC - torch.exp(-e)).abs().max() \
+        <= 0.5 / 2 ** quant.EXP_OUT_FRAC + 1e-15
+
+
+def test_quantize_rows_bounds():
+    y = torch.tensor([[0, 0, 0], [5, -10, 3], [-(quant.R_MAX), 1, quant.R_MAX]])
+    q, e = quant.quantize_rows(y)
+    assert q.dtype == torch.int8 and q.abs().max() <= 127
+    assert e[:, 0].tolist() == [1, 10, quant.R_MAX]
+    assert q[1].tolist() == [round(127 * 5 / 10 + 1e-9), -127, round(127 * 3 / 10)]
+
+
+def test_weights_too_large_are_refused():
+    m = SHARNN(get_config("tiny"))
+    with torch.no_grad():
+        m.blocks[0].ln_start.weight.fill_(1e12)
+    with pytest.raises(ModelError, match="overflow"):
+        quant.IntModel(m)
