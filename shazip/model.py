@@ -19,6 +19,11 @@ the value gate is over-parameterized during training, vs = sigmoid(f) * tanh(c) 
 [c, f] = Linear(sigmoid(vs_raw)), and collapses to a constant vector at export
 (`collapse_vs`), since it depends on no input.
 
+Quantization-aware training (`set_qat(True)`): every matmul input is fake-quantized per row
+and every matmul weight per output channel, as the integer engine (quant.py) quantizes them,
+with straight-through gradients. (The LSTM's recurrent h, which the engine keeps at a fixed
+1/127 step, is not: the fused LSTM kernel gives no hook inside the recurrence.)
+
 Every query sees itself and at most `mem_len` earlier states (a sliding window). The same
 window is used by the sequence forward (training) and by `step` (compression), so the two
 produce the same predictions; `step` keeps the memory in a ring buffer because attention
@@ -33,6 +38,8 @@ from dataclasses import asdict, dataclass, replace
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from .quant import fake_quant_rows
 
 VOCAB = 256  # every byte value is a symbol, seen in training or not
 
@@ -108,7 +115,17 @@ class State:
         return State([(h.detach(), c.detach()) for h, c in self.hidden], self.mem.detach(), self.pos)
 
 
-class Boom(nn.Module):
+class QAT:
+    """Mixin: `qat` is set on every module by `SHARNN.set_qat`; `fq` is then the engine's int8
+    rounding (per row), else the identity."""
+
+    qat = False
+
+    def fq(self, x: torch.Tensor) -> torch.Tensor:
+        return fake_quant_rows(x) if self.qat else x
+
+
+class Boom(QAT, nn.Module):
     """d -> d_boom, GELU, then the d_boom vector is cut into d_boom/d chunks that are summed."""
 
     def __init__(self, d: int, d_boom: int) -> None:
@@ -117,11 +134,11 @@ class Boom(nn.Module):
         self.d = d
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        z = F.gelu(self.up(x), approximate="tanh")
+        z = F.gelu(F.linear(self.fq(x), self.fq(self.up.weight), self.up.bias), approximate="tanh")
         return z.view(*z.shape[:-1], -1, self.d).sum(dim=-2)
 
 
-class Attention(nn.Module):
+class Attention(QAT, nn.Module):
     """Single-head attention over a memory of past states; no key/value projections."""
 
     def __init__(self, cfg: Config) -> None:
@@ -156,7 +173,8 @@ class Attention(nn.Module):
         # ((qs*q).(ks*k) = (qs*ks*q).k and sum_j w_j (vs*k_j) = vs * sum_j w_j k_j), so the
         # memory itself is never rescaled: it is read as stored.
         qs, ks, vs = self.gates()
-        q = self.drop(qs * ks * self.q_ln(self.q(h))) * self.scale
+        q = self.q_ln(F.linear(self.fq(h), self.fq(self.q.weight), self.q.bias))
+        q = self.drop(self.fq(qs * ks * q * self.scale))
         scores = torch.cat([torch.matmul(q, k.transpose(1, 2)) for k in keys], dim=-1)
         if visible is not None:
             scores = scores.masked_fill(~visible, float("-inf"))
@@ -165,7 +183,7 @@ class Attention(nn.Module):
         return self.drop(vs * sum(torch.matmul(w, k) for w, k in zip(parts, keys)))
 
 
-class Block(nn.Module):
+class Block(QAT, nn.Module):
     def __init__(self, cfg: Config, use_attn: bool) -> None:
         super().__init__()
         d = cfg.d_model
@@ -181,12 +199,17 @@ class Block(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
 
     def _lstm(self, x: torch.Tensor, hidden: tuple[torch.Tensor, torch.Tensor]):
-        """nn.LSTM over a sequence; for a single step the plain cell, which is 2x faster on CPU."""
-        if x.shape[1] != 1:
-            return self.rnn(x, hidden)
+        """nn.LSTM over a sequence; for a single step the plain cell, which is 2x faster on CPU.
+        Under QAT the input and both weight matrices are fake-quantized."""
         r = self.rnn
-        h, c = torch.lstm_cell(x[:, 0], (hidden[0][0], hidden[1][0]), r.weight_ih_l0, r.weight_hh_l0,
-                               r.bias_ih_l0, r.bias_hh_l0)
+        w_ih, w_hh = self.fq(r.weight_ih_l0), self.fq(r.weight_hh_l0)
+        if x.shape[1] != 1:
+            if not self.qat:
+                return r(x, hidden)
+            out, h, c = torch.lstm(self.fq(x), hidden, [w_ih, w_hh, r.bias_ih_l0, r.bias_hh_l0], True, 1, 0.0,
+                                   self.training, False, True)
+            return out, (h, c)
+        h, c = torch.lstm_cell(self.fq(x[:, 0]), (hidden[0][0], hidden[1][0]), w_ih, w_hh, r.bias_ih_l0, r.bias_hh_l0)
         return h[:, None], (h[None], c[None])
 
     def forward(self, h, hidden, attend):
@@ -195,14 +218,14 @@ class Block(nn.Module):
         x, hidden = self._lstm(h, hidden)
         h = h + self.drop(x)
         if self.attn is not None:
-            m = self.ln_mem(h)
+            m = self.fq(self.ln_mem(h))
             h = self.ln_mid(h)
             h = h + self.drop(attend(h, m))
         h, x = self.ln_ff(h), self.ln_xff(h)
         return h + self.drop(self.boom(x)), hidden
 
 
-class SHARNN(nn.Module):
+class SHARNN(QAT, nn.Module):
     def __init__(self, cfg: Config) -> None:
         super().__init__()
         self.cfg = cfg
@@ -222,6 +245,12 @@ class SHARNN(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    def set_qat(self, on: bool) -> None:
+        """Quantization-aware training on or off (see the module docstring)."""
+        for m in self.modules():
+            if isinstance(m, QAT):
+                m.qat = on
+
     def collapse_vs(self) -> None:
         """Freeze the value gate into a constant (export); the config records it."""
         if self.attn.vq is not None:
@@ -240,7 +269,7 @@ class SHARNN(nn.Module):
         for block, hc in zip(self.blocks, state.hidden):
             h, hc = block(h, hc, attend)
             hidden.append(hc)
-        logits = F.linear(self.drop_out(h), self.embed.weight, self.out_bias)
+        logits = F.linear(self.fq(self.drop_out(h)), self.fq(self.embed.weight), self.out_bias)
         return logits, hidden
 
     def forward(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:

@@ -37,11 +37,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
 from .errors import ModelError
-from .model import SHARNN
+
+if TYPE_CHECKING:
+    from .model import SHARNN
 
 ENGINE_VERSION = 1
 FRAC = 10  # fixed-point fraction bits of the residual stream and of table inputs
@@ -70,11 +74,6 @@ def fake_quant_rows(x: torch.Tensor) -> torch.Tensor:
     """Per-row dynamic int8, as the engine quantizes every matmul input."""
     e = x.detach().abs().amax(dim=-1, keepdim=True).clamp_min(1e-12)
     return _ste(x, torch.round(x * (127 / e)) * (e / 127))
-
-
-def fake_quant_weight(w: torch.Tensor) -> torch.Tensor:
-    """Per-output-channel (row) symmetric int8, as the engine stores weights."""
-    return fake_quant_rows(w)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ class TrainArgs:
     dropout: float | None = None
     valid_bytes: int = 2_000_000
     steps: int | None = None
+    qat_steps: int = 0
     minutes: float | None = None
     checkpoint_minutes: float = 5.0
     eval_every: int = 500
@@ -87,10 +88,11 @@ def evaluate(model: SHARNN, corpus: Corpus, lo: int, hi: int, bptt: int, streams
     model.eval()
     streams = max(1, min(streams, (hi - lo) // (bptt + 1)))
     data = ByteStreams(corpus, lo, hi, streams)
-    state, total, count = model.init_state(streams), 0.0, 0
+    device = model.embed.weight.device
+    state, total, count = model.init_state(streams, device), 0.0, 0
     while data.pos + bptt + 1 <= data.span:
         batch, _ = data.next_batch(bptt)
-        x = torch.from_numpy(batch.astype(np.int64))
+        x = torch.from_numpy(batch.astype(np.int64)).to(device)
         logits, state = model(x[:, :-1], state)
         total += bits_per_byte(logits, x[:, 1:]).item() * x[:, 1:].numel()
         count += x[:, 1:].numel()
@@ -163,6 +165,10 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         out.mkdir(parents=True, exist_ok=True)
 
     # --- data: the last valid_bytes are held out, never trained on
+    if args.qat_steps and args.steps is None:
+        raise UsageError("--qat-steps needs --steps (QAT is the last N of them)")
+    if args.qat_steps < 0:
+        raise UsageError("--qat-steps must be >= 0")
     if args.valid_bytes < args.bptt + 1:
         raise UsageError(f"--valid-bytes must be at least one segment ({args.bptt + 1} bytes)")
     corpus = Corpus(list(args.corpus))
@@ -237,8 +243,12 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         return agreed((args.steps is not None and step >= args.steps) or stop.flag or
                       (args.minutes is not None and time.time() - t_start >= 60 * args.minutes))
 
+    def qat_now() -> bool:
+        return args.qat_steps > 0 and step >= args.steps - args.qat_steps
+
     model.train()
     while not should_stop():
+        model.set_qat(qat_now())
         seq_len = seq_len_jitter(rng, args.bptt)
         batch, wrapped = streams.next_batch(seq_len)
         if wrapped:
@@ -262,6 +272,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         now = time.time()
         if rank == 0 and (step % args.log_every == 0 or step % args.eval_every == 0):
             record = {"step": step, "bytes_seen": bytes_seen, "train_bpc": round(log_bits / log_bytes, 4),
+                      **({"qat": True} if model.qat else {}),
                       "bytes_per_s": round(log_bytes * world / (now - t_log), 1), "lr": lr_at(args, step - 1),
                       "time": round(now - t_start, 1)}
             if step % args.eval_every == 0:
@@ -279,7 +290,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
 
     checkpoint()
     if rank == 0:
-        final = {"step": step, "bytes_seen": bytes_seen,
+        final = {"step": step, "bytes_seen": bytes_seen, **({"qat": True} if model.qat else {}),
                  "valid_bpc": round(evaluate(model, corpus, train_hi, len(corpus), args.bptt), 4),
                  "time": round(time.time() - t_start, 1), "final": True}
         metrics.write(json.dumps(final) + "\n")
@@ -289,7 +300,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         export.load_state_dict(model.state_dict())
         export.collapse_vs()  # params as shipped: the value gate is a constant
         info = {"params": export.num_params(), "bytes_seen": bytes_seen, "steps": step,
-                "valid_bpc": final["valid_bpc"], "config_name": args.config}
+                "valid_bpc": final["valid_bpc"], "config_name": args.config,
+                "qat_steps": args.qat_steps if model.qat else 0}
         digest = save_model(export, out / f"{name}.safetensors", name, info)
         final["model_id"] = digest
         print(f"exported {out / f'{name}.safetensors'} sha256 {digest}", file=sys.stderr)
@@ -315,6 +327,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
 @click.option("--dropout", type=float, default=None, help="Override the preset's dropout.")
 @click.option("--valid-bytes", default=2_000_000, show_default=True, help="Held out from the corpus end.")
 @click.option("--steps", type=int, default=None, help="Stop after this many steps in total.")
+@click.option("--qat-steps", default=0, show_default=True,
+              help="Quantization-aware training for the last N of --steps (int8-ready export).")
 @click.option("--minutes", type=float, default=None, help="Stop after this much wall time (this run).")
 @click.option("--checkpoint-minutes", default=5.0, show_default=True)
 @click.option("--eval-every", default=500, show_default=True, help="Validation every N steps.")

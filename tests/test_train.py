@@ -392,6 +392,47 @@ def test_exported_model_round_trips_through_the_cli(overfit, text, tmp_path):
 # ---------------------------------------------------------------- user errors
 
 
+def test_qat_phase_ends_the_run_and_resumes_exactly(tmp_path, text):
+    """--qat-steps N: the last N steps train through the engine's int8 rounding; a run split
+    inside the QAT phase lands on the same weights; the export records it, and the int8
+    engine's cross-entropy matches the fake-quantized model it was trained as."""
+    kw = dict(batch=8, bptt=32, lr=5e-3, warmup=10, log_every=10, qat_steps=20)
+    one, two, plain = tmp_path / "one" / "m", tmp_path / "two" / "m", tmp_path / "plain" / "m"
+    train(targs(one, steps=50, **kw))
+    train(targs(two, steps=40, **{**kw, "qat_steps": 10}))  # stops 10 steps into the QAT phase
+    train(targs(two, steps=50, resume=True, **kw))
+    train(targs(plain, steps=50, **{**kw, "qat_steps": 0}))
+    assert_same_weights(weights(one), weights(two))
+    assert max_diff(weights(one), weights(plain)) > 1e-4  # QAT changed the training
+    logged = {r["step"]: r.get("qat", False) for r in metrics(one) if not r.get("final")}
+    assert logged == {10: False, 20: False, 30: False, 40: True, 50: True}
+    loaded = load_model(one / "m.safetensors")
+    assert loaded.info["qat_steps"] == 20
+
+    from shazip import quant
+    grid = torch.tensor(list(text[-VALID:][: 4 * 500])).view(4, 500)
+    im, state = quant.IntModel(loaded.model), None
+    state, prev, freqs = im.init_state(4), torch.zeros(4, dtype=torch.int64), []
+    for t in range(500):
+        state, f = im.step(state, prev)
+        freqs.append(f)
+        prev = grid[:, t]
+    freq = torch.stack(freqs).double()
+    bits_int = float(-torch.log2(freq.gather(2, grid.T[:, :, None])[..., 0] / freq.sum(-1)).mean())
+    loaded.model.set_qat(True)
+    with torch.no_grad():
+        logits, _ = loaded.model(torch.cat([torch.zeros(4, 1, dtype=torch.int64), grid[:, :-1]], 1),
+                                 loaded.model.init_state(4))
+    bits_fq = float(torch.nn.functional.cross_entropy(logits.reshape(-1, 256), grid.reshape(-1))) / math.log(2)
+    assert abs(bits_int - bits_fq) < 0.02
+
+
+def test_error_qat_steps_without_steps(tmp_path):
+    r = cli("train", FIXTURE, "--config", "tiny", "--out", tmp_path / "o", "--valid-bytes", VALID,
+            "--minutes", 1, "--qat-steps", 5, "--threads", 1)
+    assert_fails(r, "--qat-steps needs --steps")
+
+
 def small_run(out: Path, *extra):
     return cli("train", FIXTURE, "--config", "tiny", "--out", out, "--steps", 2, "--batch", 2, "--bptt", 16,
                "--valid-bytes", VALID, "--threads", 1, "-q", *extra)
