@@ -25,6 +25,7 @@ from .coder import Decoder, Encoder
 from .container import Method
 from .errors import CorruptArchive
 from .models import LoadedModel
+from . import native
 from .quant import ENGINE_VERSION, IntModel, probabilities
 
 BOS = 0  # the "previous byte" fed to every lane at its start
@@ -69,14 +70,17 @@ class FloatEngine:
 
 
 class IntEngine:
-    """The integer-exact model (quant.py): the same rows on every machine."""
+    """The integer-exact model (quant.py): the same rows on every machine. On the CPU it runs
+    the compiled step (native.py) when that builds, else quant.py's torch code: same integers."""
 
     engine_id = ENGINE_INT8
     engine_version = ENGINE_VERSION
     threads = 0  # the output does not depend on it
 
-    def __init__(self, loaded: LoadedModel, device: str = "cpu") -> None:
+    def __init__(self, loaded: LoadedModel, device: str = "cpu", use_native: bool = True) -> None:
         self.model = IntModel(loaded.model, device)
+        if use_native and self.model.device.type == "cpu" and native.load() is not None:
+            self.model = native.NativeModel(self.model)
 
     def start(self, lanes: int) -> object:
         return self.model.init_state(lanes)

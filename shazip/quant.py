@@ -382,7 +382,7 @@ class IntModel:
         M = self.cfg.mem_len
         slot, filled = state.pos % M, min(state.pos, M)
         qm, em = quantize_rows(m)
-        qq, eq = quantize_rows(b["q_ln"](b["q"]([quantize_rows(mid)])))
+        qq, eq = quantize_rows(b["q_ln"](b["q"]([quantize_rows(mid)]).clamp(-R_MAX, R_MAX)))
         mem = state.mem[:, :filled]
         dots = torch.cat([torch.bmm(mem, qq.float()[:, :, None])[:, :, 0].to(torch.int64),
                           (qq.to(torch.int64) * qm).sum(-1, keepdim=True)], dim=1)

@@ -1,0 +1,342 @@
+// The integer step of quant.IntModel in C++ (CPU): the same integers, computed without
+// Python's per-operation overhead and with an int8 attention memory.
+//
+// Every line below mirrors a line of shazip/quant.py, whose module docstring states the
+// numerics contract. Only integer arithmetic appears (plus one IEEE sqrt whose result is
+// corrected to the exact integer square root), so compiler flags, vector width and thread
+// count cannot change a result; tests/test_native.py checks equality with quant.py.
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+using I64 = int64_t;
+
+constexpr int FRAC = 10;
+constexpr I64 ONE = I64(1) << FRAC;
+constexpr I64 R_MAX = (I64(1) << 20) - 1;
+constexpr I64 LUT_HALF = 8 * ONE;  // tables cover [-8, 8]
+constexpr int GATE_FRAC = 15;
+constexpr I64 C_MAX = (I64(1) << 22) - 1;
+constexpr I64 EXP_ATT_MAX = 16 * ONE;
+constexpr I64 EXP_OUT_MAX = 24 * ONE;
+constexpr I64 MIX_MASS = I64(1) << 17;
+constexpr int NORM_GAIN_BITS = 16;
+
+inline I64 rshift(I64 x, I64 s) { return s > 0 ? (x + (I64(1) << (s - 1))) >> s : x; }
+inline I64 floordiv(I64 a, I64 b) {
+  I64 q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+inline I64 rdiv(I64 a, I64 b) { return floordiv(2 * a + b, 2 * b); }
+
+// Division by one positive divisor many times: a float64 estimate of the quotient, corrected by
+// integer arithmetic to the exact floor (the estimate is within one of it for |a / b| < 2**50,
+// which every use below satisfies). 64-bit idiv costs tens of cycles; this is a multiply.
+struct Divisor {
+  I64 b;
+  double inv;
+  explicit Divisor(I64 b_) : b(b_), inv(1.0 / static_cast<double>(b_)) {}
+  I64 floor(I64 a) const {
+    I64 q = static_cast<I64>(std::floor(static_cast<double>(a) * inv));
+    const I64 r = a - q * b;
+    return r < 0 ? q - 1 : (r >= b ? q + 1 : q);
+  }
+};
+// round(a / b), halves up, as rdiv: floor((2a + b) / 2b); `twice` is Divisor(2b)
+inline I64 rdiv2(I64 a, const Divisor& twice) { return twice.floor(2 * a + twice.b / 2); }
+inline I64 clampv(I64 x, I64 lo, I64 hi) { return std::min(std::max(x, lo), hi); }
+inline I64 isqrt(I64 v) {
+  I64 s = static_cast<I64>(std::floor(std::sqrt(static_cast<double>(v))));
+  if (s * s > v) s -= 1;
+  if ((s + 1) * (s + 1) <= v) s += 1;
+  return s;
+}
+
+struct Norm {
+  at::Tensor gain, bias;
+  // y = LayerNorm(x) in residual units (quant.QNorm)
+  void apply(const I64* x, I64* y, int d) const {
+    const I64* g = gain.data_ptr<I64>();
+    const I64* b = bias.data_ptr<I64>();
+    I64 s = 0;
+    for (int i = 0; i < d; ++i) s += x[i];
+    const I64 mean = rdiv(s, d);
+    I64 ss = 0;
+    for (int i = 0; i < d; ++i) ss += (x[i] - mean) * (x[i] - mean);
+    I64 sd = std::max<I64>(isqrt(floordiv(ss, d) << 8), 1);
+    const Divisor twice(2 * (sd << NORM_GAIN_BITS));
+    for (int i = 0; i < d; ++i) y[i] = clampv(rdiv2((x[i] - mean) * g[i], twice) + b[i], -R_MAX, R_MAX);
+  }
+};
+
+// quant.quantize_rows on one row: q = round(127 y / e), e = max|y| (>= 1)
+inline I64 quantize_row(const I64* y, int8_t* q, int d) {
+  I64 e = 1;
+  for (int i = 0; i < d; ++i) e = std::max<I64>(e, y[i] < 0 ? -y[i] : y[i]);
+  const Divisor twice(2 * e);
+  for (int i = 0; i < d; ++i) q[i] = static_cast<int8_t>(rdiv2(127 * y[i], twice));
+  return e;
+}
+
+struct Linear {
+  std::vector<at::Tensor> w, m;  // int8 [K, N], int64 [N] per input
+  at::Tensor bias;
+  I64 shift;
+  I64 n() const { return bias.size(0); }
+  // accs[p]: int32 [B, N] (input p times w[p]); es[p]: row scales or nullptr (fixed scale)
+  void finish(const std::vector<const int32_t*>& accs, const std::vector<const I64*>& es, I64 b, I64* out) const {
+    const I64 N = n();
+    const I64* bs = bias.data_ptr<I64>();
+    for (I64 j = 0; j < N; ++j) out[j] = bs[j];
+    for (size_t p = 0; p < accs.size(); ++p) {
+      const int32_t* a = accs[p] + b * N;
+      const I64* mm = m[p].data_ptr<I64>();
+      const I64 scale = es[p] ? es[p][b] : 1;
+      for (I64 j = 0; j < N; ++j) out[j] += I64(a[j]) * scale * mm[j];
+    }
+    for (I64 j = 0; j < N; ++j) out[j] = rshift(out[j], shift);
+  }
+};
+
+struct Block {
+  Norm ln_start, ln_ff, ln_xff, ln_mem, ln_mid, q_ln;
+  Linear lstm, boom, q;
+  at::Tensor vs;
+  bool attn = false;
+};
+
+Norm norm_of(const std::vector<at::Tensor>& t, size_t& i) {
+  Norm n{t[i], t[i + 1]};
+  i += 2;
+  return n;
+}
+
+Linear linear_of(const std::vector<at::Tensor>& t, size_t& i, int parts, I64 shift) {
+  Linear l;
+  for (int p = 0; p < parts; ++p) l.w.push_back(t[i++]);
+  for (int p = 0; p < parts; ++p) l.m.push_back(t[i++]);
+  l.bias = t[i++];
+  l.shift = shift;
+  return l;
+}
+
+class Model {
+ public:
+  // blocks[k]: tensors in the order of native.py's `_flatten_block`; shifts[k]: (lstm, boom[, q])
+  Model(int64_t d, int64_t d_boom, int64_t mem_len, at::Tensor embed, std::vector<std::vector<at::Tensor>> blocks,
+        std::vector<std::vector<int64_t>> shifts, std::vector<at::Tensor> out, int64_t out_shift,
+        std::vector<at::Tensor> tables)
+      : d_(d), d_boom_(d_boom), M_(mem_len), embed_(embed), tables_(tables) {
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const auto& t = blocks[k];
+      size_t i = 0;
+      Block b;
+      b.ln_start = norm_of(t, i);
+      b.lstm = linear_of(t, i, 2, shifts[k][0]);
+      b.ln_ff = norm_of(t, i);
+      b.ln_xff = norm_of(t, i);
+      b.boom = linear_of(t, i, 1, shifts[k][1]);
+      if (i < t.size()) {
+        b.attn = true;
+        b.ln_mem = norm_of(t, i);
+        b.ln_mid = norm_of(t, i);
+        b.q = linear_of(t, i, 1, shifts[k][2]);
+        b.q_ln = norm_of(t, i);
+        b.vs = t[i++];
+      }
+      blocks_.push_back(b);
+    }
+    size_t i = 0;
+    out_ = linear_of(out, i, 1, out_shift);
+  }
+
+  // One step for B lanes. h: int8 [B, d] per block, c: int64 [B, d] per block (updated in
+  // place), keys: int8 ring [B, M, d], mem_e: int64 [B, M], pos: bytes consumed.
+  // Returns int64 frequencies [B, 256].
+  at::Tensor step(at::Tensor x, std::vector<at::Tensor> hs, std::vector<at::Tensor> cs, at::Tensor keys,
+                  at::Tensor mem_e, int64_t pos) {
+    const I64 B = x.size(0), d = d_;
+    auto opt64 = at::TensorOptions().dtype(at::kLong);
+    auto opt8 = at::TensorOptions().dtype(at::kChar);
+    at::Tensor h = at::empty({B, d}, opt64), q8 = at::empty({B, d}, opt8), e = at::empty({B}, opt64);
+    const I64* xs = x.data_ptr<I64>();
+    const I64* emb = embed_.data_ptr<I64>();
+    I64* hp = h.data_ptr<I64>();
+    for (I64 b = 0; b < B; ++b) std::copy(emb + xs[b] * d, emb + (xs[b] + 1) * d, hp + b * d);
+    const I64* sig = tables_[0].data_ptr<I64>();
+    const I64* tnh = tables_[1].data_ptr<I64>();
+    const I64* gelu = tables_[2].data_ptr<I64>();
+    const I64* expa = tables_[3].data_ptr<I64>();
+    const I64* expo = tables_[4].data_ptr<I64>();
+    auto lut = [](const I64* t, I64 v) { return t[clampv(v, -LUT_HALF, LUT_HALF) + LUT_HALF]; };
+    const I64 grain = std::max<I64>(1, 8);
+
+    for (size_t k = 0; k < blocks_.size(); ++k) {
+      const Block& blk = blocks_[k];
+      // h = ln_start(h); quantized copy for the LSTM
+      at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
+        std::vector<I64> tmp(d);
+        for (I64 b = lo; b < hi; ++b) {
+          blk.ln_start.apply(hp + b * d, tmp.data(), d);
+          std::copy(tmp.begin(), tmp.end(), hp + b * d);
+          e.data_ptr<I64>()[b] = quantize_row(hp + b * d, q8.data_ptr<int8_t>() + b * d, d);
+        }
+      });
+      at::Tensor ax = at::_int_mm(q8, blk.lstm.w[0]);
+      at::Tensor ah = at::_int_mm(hs[k], blk.lstm.w[1]);
+      int8_t* hq = hs[k].data_ptr<int8_t>();
+      I64* cp = cs[k].data_ptr<I64>();
+      at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
+        std::vector<I64> gates(4 * d);
+        for (I64 b = lo; b < hi; ++b) {
+          blk.lstm.finish({ax.data_ptr<int32_t>(), ah.data_ptr<int32_t>()}, {e.data_ptr<I64>(), nullptr}, b,
+                          gates.data());
+          for (I64 j = 0; j < d; ++j) {
+            const I64 i_ = lut(sig, gates[j]), f_ = lut(sig, gates[d + j]);
+            const I64 g_ = lut(tnh, gates[2 * d + j]), o_ = lut(sig, gates[3 * d + j]);
+            I64& c = cp[b * d + j];
+            c = clampv(rshift(f_ * c + i_ * g_, GATE_FRAC), -C_MAX, C_MAX);
+            const I64 hh = o_ * lut(tnh, rshift(c, GATE_FRAC - FRAC));
+            hq[b * d + j] = static_cast<int8_t>(rshift(hh * 127, 2 * GATE_FRAC));
+            hp[b * d + j] = clampv(hp[b * d + j] + rshift(hh, 2 * GATE_FRAC - FRAC), -R_MAX, R_MAX);
+          }
+        }
+      });
+      if (blk.attn) attend(blk, hp, B, keys, mem_e, pos);
+      // Boom on ln_xff(h), added to ln_ff(h)
+      at::Tensor ff = at::empty({B, d}, opt64);
+      at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
+        std::vector<I64> tmp(d);
+        for (I64 b = lo; b < hi; ++b) {
+          blk.ln_ff.apply(hp + b * d, ff.data_ptr<I64>() + b * d, d);
+          blk.ln_xff.apply(hp + b * d, tmp.data(), d);
+          e.data_ptr<I64>()[b] = quantize_row(tmp.data(), q8.data_ptr<int8_t>() + b * d, d);
+        }
+      });
+      at::Tensor ab = at::_int_mm(q8, blk.boom.w[0]);
+      at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
+        std::vector<I64> pre(d_boom_);
+        for (I64 b = lo; b < hi; ++b) {
+          blk.boom.finish({ab.data_ptr<int32_t>()}, {e.data_ptr<I64>()}, b, pre.data());
+          const I64* f = ff.data_ptr<I64>() + b * d;
+          for (I64 i = 0; i < d; ++i) {
+            I64 s = 0;
+            for (I64 ch = i; ch < d_boom_; ch += d) s += lut(gelu, pre[ch]) + std::max<I64>(pre[ch] - LUT_HALF, 0);
+            hp[b * d + i] = clampv(f[i] + s, -R_MAX, R_MAX);
+          }
+        }
+      });
+    }
+    // output: logits -> frequencies through the exp table
+    at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
+      for (I64 b = lo; b < hi; ++b) e.data_ptr<I64>()[b] = quantize_row(hp + b * d, q8.data_ptr<int8_t>() + b * d, d);
+    });
+    at::Tensor ao = at::_int_mm(q8, out_.w[0]);
+    at::Tensor freq = at::empty({B, 256}, opt64);
+    at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
+      std::vector<I64> logits(256);
+      for (I64 b = lo; b < hi; ++b) {
+        out_.finish({ao.data_ptr<int32_t>()}, {e.data_ptr<I64>()}, b, logits.data());
+        const I64 mx = *std::max_element(logits.begin(), logits.end());
+        I64* f = freq.data_ptr<I64>() + b * 256;
+        for (int j = 0; j < 256; ++j) f[j] = std::max<I64>(expo[std::min(mx - logits[j], EXP_OUT_MAX)], 1);
+      }
+    });
+    return freq;
+  }
+
+ private:
+  // quant.IntModel._attend for every lane, then h = ln_mid(h) + attention; writes the ring slot.
+  void attend(const Block& blk, I64* hp, I64 B, at::Tensor keys, at::Tensor mem_e, I64 pos) {
+    const I64 d = d_, M = M_;
+    const I64 slot = pos % M, filled = std::min(pos, M);
+    const I64* expa = tables_[3].data_ptr<I64>();
+    auto opt64 = at::TensorOptions().dtype(at::kLong);
+    at::Tensor mid = at::empty({B, d}, opt64), q8 = at::empty({B, d}, at::TensorOptions().dtype(at::kChar));
+    at::Tensor e = at::empty({B}, opt64), qm = at::empty({B, d}, at::TensorOptions().dtype(at::kChar));
+    at::Tensor em = at::empty({B}, opt64);
+    at::parallel_for(0, B, 8, [&](I64 lo, I64 hi) {
+      std::vector<I64> tmp(d);
+      for (I64 b = lo; b < hi; ++b) {
+        blk.ln_mid.apply(hp + b * d, mid.data_ptr<I64>() + b * d, d);
+        blk.ln_mem.apply(hp + b * d, tmp.data(), d);
+        em.data_ptr<I64>()[b] = quantize_row(tmp.data(), qm.data_ptr<int8_t>() + b * d, d);
+        e.data_ptr<I64>()[b] = quantize_row(mid.data_ptr<I64>() + b * d, q8.data_ptr<int8_t>() + b * d, d);
+      }
+    });
+    at::Tensor aq = at::_int_mm(q8, blk.q.w[0]);
+    int8_t* ks = keys.data_ptr<int8_t>();
+    I64* me = mem_e.data_ptr<I64>();
+    const I64* vs = blk.vs.data_ptr<I64>();
+    const I64* emp = em.data_ptr<I64>();
+    const int8_t* qmp = qm.data_ptr<int8_t>();
+    const I64* midp = mid.data_ptr<I64>();
+    const int32_t* aqp = aq.data_ptr<int32_t>();
+    const I64* ep = e.data_ptr<I64>();
+    const Divisor score_div(2 * 127 * 127), out_div(I64(2 * 127) << 20);
+    at::parallel_for(0, B, 8, [&](I64 lo, I64 hi) {
+      std::vector<I64> ql(d), qn(d), s(filled + 1), w(filled + 1), es(filled + 1);
+      std::vector<int8_t> qq(d);
+      std::vector<int32_t> mix(d);
+      for (I64 b = lo; b < hi; ++b) {
+        blk.q.finish({aqp}, {ep}, b, ql.data());
+        for (I64 i = 0; i < d; ++i) ql[i] = clampv(ql[i], -R_MAX, R_MAX);
+        blk.q_ln.apply(ql.data(), qn.data(), d);
+        const I64 eq = quantize_row(qn.data(), qq.data(), d);
+        const int8_t* km = qmp + b * d;
+        const int8_t* kb = ks + b * M * d;
+        for (I64 j = 0; j <= filled; ++j) {
+          const int8_t* k = j < filled ? kb + j * d : km;
+          int32_t dot = 0;
+          for (I64 i = 0; i < d; ++i) dot += int32_t(k[i]) * int32_t(qq[i]);
+          es[j] = j < filled ? me[b * M + j] : emp[b];
+          s[j] = rdiv2(rshift(I64(dot) * es[j], FRAC) * eq, score_div);
+        }
+        const I64 mx = *std::max_element(s.begin(), s.end());
+        I64 we_sum = 0, w_sum = 0;
+        for (I64 j = 0; j <= filled; ++j) {
+          w[j] = expa[std::min(mx - s[j], EXP_ATT_MAX)];
+          w_sum += w[j];
+          we_sum += w[j] * es[j];
+        }
+        std::fill(mix.begin(), mix.end(), 0);
+        const Divisor by_we_sum(we_sum);
+        for (I64 j = 0; j <= filled; ++j) {
+          const int32_t u = static_cast<int32_t>(by_we_sum.floor(w[j] * es[j] * MIX_MASS));
+          const int8_t* k = j < filled ? kb + j * d : km;
+          for (I64 i = 0; i < d; ++i) mix[i] += u * int32_t(k[i]);
+        }
+        const I64 ebar = floordiv(we_sum << 8, w_sum);
+        const I64* md = midp + b * d;
+        for (I64 i = 0; i < d; ++i) {
+          const I64 t = rshift(I64(mix[i]) * ebar, 25);
+          hp[b * d + i] = clampv(md[i] + rdiv2(t * vs[i], out_div), -R_MAX, R_MAX);
+        }
+        std::copy(km, km + d, ks + (b * M + slot) * d);
+        me[b * M + slot] = emp[b];
+      }
+    });
+  }
+
+  I64 d_, d_boom_, M_;
+  at::Tensor embed_;
+  std::vector<Block> blocks_;
+  Linear out_;
+  std::vector<at::Tensor> tables_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  pybind11::class_<Model>(m, "Model")
+      .def(pybind11::init<int64_t, int64_t, int64_t, at::Tensor, std::vector<std::vector<at::Tensor>>,
+                          std::vector<std::vector<int64_t>>, std::vector<at::Tensor>, int64_t,
+                          std::vector<at::Tensor>>())
+      .def("step", &Model::step);
+}

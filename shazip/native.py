@@ -1,0 +1,119 @@
+"""The integer step compiled from C++ (native.cpp): the same integers as quant.py, faster.
+
+It is built on first use with torch's extension loader (a C++ compiler and ninja are needed)
+and cached per machine and torch version under $SHAZIP_CACHE or ~/.cache/shazip/native. When
+it cannot be built, or with SHAZIP_NATIVE=0, the engine runs quant.py's torch code instead:
+archives are identical either way (tests/test_native.py checks the two step for step).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .quant import IntModel
+
+SOURCE = Path(__file__).with_name("native.cpp")
+_module = None
+_error: str | None = None
+
+
+def _cache_dir() -> Path:
+    root = Path(os.environ.get("SHAZIP_CACHE") or Path.home() / ".cache" / "shazip")
+    # -march=native binaries are per CPU: key on the CPU's flags as well as the source and torch
+    cpu = ""
+    try:
+        cpu = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+    except OSError:
+        cpu = platform.processor()
+    key = hashlib.sha256(SOURCE.read_bytes() + torch.__version__.encode() + cpu.encode()
+                         + sys.version.encode()).hexdigest()[:16]
+    return root / "native" / key
+
+
+def load():
+    """The compiled module, or None (reason in `error()`)."""
+    global _module, _error
+    if _module is not None or _error is not None:
+        return _module
+    if os.environ.get("SHAZIP_NATIVE") == "0":
+        _error = "disabled by SHAZIP_NATIVE=0"
+        return None
+    try:
+        from torch.utils.cpp_extension import load as build
+        out = _cache_dir()
+        out.mkdir(parents=True, exist_ok=True)
+        if not any(out.glob("*.so")):
+            print("shazip: building the native int8 engine (once per machine)...", file=sys.stderr, flush=True)
+        _module = build(name=f"shazip_native_{out.name}", sources=[str(SOURCE)], build_directory=str(out),
+                        extra_cflags=["-O3", "-march=native"], verbose=False)
+    except Exception as e:  # no compiler, no ninja, no headers: the torch path gives the same results
+        _error = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
+    return _module
+
+
+def error() -> str | None:
+    return _error
+
+
+@dataclass
+class NativeState:
+    """h: int8 [B, d] and c: int64 [B, d] per block; keys: the int8 ring [B, M, d];
+    mem_e: int64 [B, M]; pos: bytes consumed. Updated in place by `step`."""
+
+    h: list[torch.Tensor]
+    c: list[torch.Tensor]
+    keys: torch.Tensor
+    mem_e: torch.Tensor
+    pos: int = 0
+
+
+def _block_tensors(b: dict) -> tuple[list[torch.Tensor], list[int]]:
+    """A block's constants in the order native.cpp's Model constructor reads them."""
+    lstm, boom = b["lstm"], b["boom"]
+    t = [b["ln_start"].gain, b["ln_start"].bias, *lstm.weights, *lstm.mults, lstm.bias,
+         b["ln_ff"].gain, b["ln_ff"].bias, b["ln_xff"].gain, b["ln_xff"].bias, *boom.weights, *boom.mults, boom.bias]
+    shifts = [lstm.shift, boom.shift]
+    if "q" in b:
+        q = b["q"]
+        t += [b["ln_mem"].gain, b["ln_mem"].bias, b["ln_mid"].gain, b["ln_mid"].bias, *q.weights, *q.mults, q.bias,
+              b["q_ln"].gain, b["q_ln"].bias, b["vs"]]
+        shifts.append(q.shift)
+    return [x.contiguous() for x in t], shifts
+
+
+class NativeModel:
+    """`IntModel`'s step in C++ (CPU only); same interface, same frequencies."""
+
+    def __init__(self, im: IntModel) -> None:
+        mod = load()
+        if mod is None:
+            raise RuntimeError(f"native engine unavailable ({_error})")
+        if im.device.type != "cpu":
+            raise RuntimeError("the native engine runs on the CPU")
+        self.cfg, self.device = im.cfg, im.device
+        blocks = [_block_tensors(b) for b in im.blocks]
+        out = im.out
+        self._m = mod.Model(im.cfg.d_model, im.cfg.d_boom, im.cfg.mem_len, im.embed.contiguous(),
+                            [t for t, _ in blocks], [s for _, s in blocks],
+                            [*out.weights, *out.mults, out.bias], out.shift,
+                            [im.tables[k].contiguous() for k in ("sigmoid", "tanh", "gelu", "exp_att", "exp_out")])
+
+    def init_state(self, batch: int) -> NativeState:
+        c = self.cfg
+        n = c.n_layers
+        return NativeState([torch.zeros(batch, c.d_model, dtype=torch.int8) for _ in range(n)],
+                           [torch.zeros(batch, c.d_model, dtype=torch.int64) for _ in range(n)],
+                           torch.zeros(batch, c.mem_len, c.d_model, dtype=torch.int8),
+                           torch.zeros(batch, c.mem_len, dtype=torch.int64))
+
+    def step(self, state: NativeState, x: torch.Tensor) -> tuple[NativeState, torch.Tensor]:
+        freq = self._m.step(x.contiguous(), state.h, state.c, state.keys, state.mem_e, state.pos)
+        state.pos += 1
+        return state, freq
