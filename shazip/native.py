@@ -12,6 +12,7 @@ import hashlib
 import os
 import platform
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import torch
 from .quant import IntModel
 
 SOURCE = Path(__file__).with_name("native.cpp")
+STALE_LOCK_SECONDS = 600  # a build takes about a minute
 _module = None
 _error: str | None = None
 
@@ -49,6 +51,9 @@ def load():
         from torch.utils.cpp_extension import load as build
         out = _cache_dir()
         out.mkdir(parents=True, exist_ok=True)
+        lock = out / "lock"  # torch's build lock; one left by a killed build would block forever
+        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
+            lock.unlink(missing_ok=True)
         if not any(out.glob("*.so")):
             print("shazip: building the native int8 engine (once per machine)...", file=sys.stderr, flush=True)
         _module = build(name=f"shazip_native_{out.name}", sources=[str(SOURCE)], build_directory=str(out),

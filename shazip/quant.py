@@ -5,8 +5,9 @@ bit. Floats cannot promise that (summation order, thread count, batch shape, FMA
 under a compiler, CPU vs GPU all move the last bits), so the shipped engine follows these rules:
 
 1. THE STEP IS INTEGER ONLY. int8 weights and activations, int32/int64 accumulators; integer
-   +, -, *, floor division, shifts, comparisons, max, and table lookups. Exact integers do not
-   depend on summation order, threads, batch shape, compile mode or device.
+   +, -, *, floor division, shifts, comparisons, max, and table lookups (the one float64 sqrt,
+   in `isqrt`, is corrected to the exact integer root). Exact integers do not depend on
+   summation order, threads, batch shape, compiler or device.
 2. MATMULS: int8 x int8 -> int32 with `torch._int_mm`, or float32 `bmm` over integer-valued
    operands when every partial sum is provably below 2**24 in magnitude (float32 then adds
    exactly, in any order). The bounds are stated where it is used and checked at load.
@@ -25,9 +26,12 @@ Fixed point. The residual stream is int32 in units of 2**-FRAC (FRAC = 10), clam
 or [0, EXP_RANGE) (exp). A matmul input is quantized per row (per lane) with a dynamic scale:
 q = round(127 y / e), e = max|y| of the row, so no calibration data is needed; weights are
 quantized per output channel, w = s_j q_j, s_j = max|w_j| / 127. Training's QAT phase
-(`fake_quant_*`) applies the same two quantizers in float so the model learns to live with them.
+(`fake_quant_rows`) applies the same two quantizers in float so the model learns to live with them.
 
-Engine version ENGINE_VERSION names this exact arithmetic; any change to it must bump it.
+The step has two implementations that must give the same integers: `IntModel.step` below (plain
+torch, any device) and `native.cpp` (CPU, compiled on first use); tests/test_native.py compares
+them. Engine version ENGINE_VERSION names this exact arithmetic; any change to it must bump it,
+and tests/data/golden-int8.shz pins it.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ import decimal
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-
 from typing import TYPE_CHECKING
 
 import numpy as np
