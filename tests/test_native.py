@@ -16,6 +16,8 @@ from shazip.codec import IntEngine, model_encode
 from shazip.container import Method
 from shazip.models import load_model
 
+from int_tables import lanes_of, run, run_with_threads
+
 DATA = Path(__file__).parent / "data"
 
 
@@ -26,35 +28,18 @@ def trained():
     return load_model(DATA / "tiny-trained.safetensors")
 
 
-def tables(m, grid: torch.Tensor) -> torch.Tensor:
-    state, prev, out = m.init_state(grid.shape[0]), torch.zeros(grid.shape[0], dtype=torch.int64), []
-    for t in range(grid.shape[1]):
-        state, f = m.step(state, prev)
-        out.append(f.clone())
-        prev = grid[:, t]
-    return torch.stack(out)
-
-
 @pytest.mark.parametrize("lanes", [1, 5, 33])
 def test_native_equals_torch_step(trained, text, lanes):
     steps = 70  # the tiny model's ring holds 24: it wraps twice
-    grid = torch.tensor(list(text[: lanes * steps]), dtype=torch.int64).view(lanes, steps)
+    grid = lanes_of(text, lanes, steps)
     im = quant.IntModel(trained.model)
-    assert torch.equal(tables(native.NativeModel(im), grid), tables(im, grid))
+    assert torch.equal(run(native.NativeModel(im), grid), run(im, grid))
 
 
 def test_native_equal_across_threads(trained, text):
-    grid = torch.tensor(list(text[: 40 * 50]), dtype=torch.int64).view(40, 50)
+    grid = lanes_of(text, 40, 50)
     nm = native.NativeModel(quant.IntModel(trained.model))
-    old = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        one = tables(nm, grid)
-        torch.set_num_threads(2)
-        two = tables(nm, grid)
-    finally:
-        torch.set_num_threads(old)
-    assert torch.equal(one, two)
+    assert torch.equal(run_with_threads(nm, grid, 1), run_with_threads(nm, grid, 2))
 
 
 def test_native_and_torch_engines_write_the_same_archive(trained, text):

@@ -22,7 +22,9 @@ from shazip.codec import IntEngine, model_encode
 from shazip.container import ArchiveReader, Method
 from shazip.errors import ModelError
 from shazip.model import SHARNN, get_config
-from shazip.models import load_model, save_model
+from shazip.models import load_model
+
+from int_tables import lanes_of, run, run_with_threads
 
 DATA = Path(__file__).parent / "data"
 MODEL_ONLY = frozenset({Method.MODEL})
@@ -36,23 +38,6 @@ def trained():
 @pytest.fixture(scope="module")
 def int_model(trained):
     return quant.IntModel(trained.model)
-
-
-def lanes_of(text: bytes, lanes: int, length: int) -> torch.Tensor:
-    """[lanes, length] bytes: lane k is text[k*length:(k+1)*length]."""
-    return torch.tensor(list(text[: lanes * length]), dtype=torch.int64).view(lanes, length)
-
-
-def run(im: quant.IntModel, grid: torch.Tensor) -> torch.Tensor:
-    """Frequency tables [steps, lanes, 256] for lanes fed their own bytes (0 first)."""
-    state = im.init_state(grid.shape[0])
-    prev = torch.zeros(grid.shape[0], dtype=torch.int64)
-    out = []
-    for t in range(grid.shape[1]):
-        state, freq = im.step(state, prev)
-        out.append(freq)
-        prev = grid[:, t]
-    return torch.stack(out)
 
 
 # Steps past the memory length (tiny: 24) so the ring wraps.
@@ -70,15 +55,7 @@ def test_tables_equal_across_batch_shapes(int_model, text):
 
 def test_tables_equal_across_thread_counts(int_model, text):
     grid = lanes_of(text, 33, STEPS)  # wide enough for torch to split work between threads
-    old = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        one = run(int_model, grid)
-        torch.set_num_threads(2)
-        two = run(int_model, grid)
-    finally:
-        torch.set_num_threads(old)
-    assert torch.equal(one, two)
+    assert torch.equal(run_with_threads(int_model, grid, 1), run_with_threads(int_model, grid, 2))
 
 
 def test_tables_equal_after_reload(trained, int_model, text, tmp_path):

@@ -29,10 +29,13 @@ import zstandard
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
+from shazip import quant
 from shazip.cli import main
 from shazip.container import ArchiveReader, Method
 from shazip.models import load_model
 from shazip.train import TrainArgs, train
+
+from int_tables import lanes_of, run
 
 FIXTURE = Path(__file__).parent / "data" / "wiki.xml"
 VALID = 4000  # bytes held out at the end of the fixture
@@ -409,15 +412,8 @@ def test_qat_phase_ends_the_run_and_resumes_exactly(tmp_path, text):
     loaded = load_model(one / "m.safetensors")
     assert loaded.info["qat_steps"] == 20
 
-    from shazip import quant
-    grid = torch.tensor(list(text[-VALID:][: 4 * 500])).view(4, 500)
-    im, state = quant.IntModel(loaded.model), None
-    state, prev, freqs = im.init_state(4), torch.zeros(4, dtype=torch.int64), []
-    for t in range(500):
-        state, f = im.step(state, prev)
-        freqs.append(f)
-        prev = grid[:, t]
-    freq = torch.stack(freqs).double()
+    grid = lanes_of(text[-VALID:], 4, 500)
+    freq = run(quant.IntModel(loaded.model), grid).double()
     bits_int = float(-torch.log2(freq.gather(2, grid.T[:, :, None])[..., 0] / freq.sum(-1)).mean())
     loaded.model.set_qat(True)
     with torch.no_grad():
