@@ -283,21 +283,25 @@ class Model {
     at::parallel_for(0, B, 8, [&](I64 lo, I64 hi) {
       std::vector<I64> ql(d), qn(d), s(filled + 1), w(filled + 1), es(filled + 1);
       std::vector<int8_t> qq(d);
-      std::vector<int32_t> mix(d);
+      std::vector<int16_t> qq16(d);
+      std::vector<int32_t> mix(d), dots(filled + 1), u(filled + 1);
       for (I64 b = lo; b < hi; ++b) {
         blk.q.finish({aqp}, {ep}, b, ql.data());
         for (I64 i = 0; i < d; ++i) ql[i] = clampv(ql[i], -R_MAX, R_MAX);
         blk.q_ln.apply(ql.data(), qn.data(), d);
         const I64 eq = quantize_row(qn.data(), qq.data(), d);
+        for (I64 i = 0; i < d; ++i) qq16[i] = qq[i];  // int16 operands: the dot compiles to pmaddwd
         const int8_t* km = qmp + b * d;
         const int8_t* kb = ks + b * M * d;
         for (I64 j = 0; j <= filled; ++j) {
           const int8_t* k = j < filled ? kb + j * d : km;
           int32_t dot = 0;
-          for (I64 i = 0; i < d; ++i) dot += int32_t(k[i]) * int32_t(qq[i]);
-          es[j] = j < filled ? me[b * M + j] : emp[b];
-          s[j] = rdiv2(rshift(I64(dot) * es[j], FRAC) * eq, score_div);
+          for (I64 i = 0; i < d; ++i) dot += int16_t(k[i]) * qq16[i];
+          dots[j] = dot;
         }
+        std::copy(me + b * M, me + b * M + filled, es.begin());
+        es[filled] = emp[b];
+        for (I64 j = 0; j <= filled; ++j) s[j] = rdiv2(rshift(I64(dots[j]) * es[j], FRAC) * eq, score_div);
         const I64 mx = *std::max_element(s.begin(), s.end());
         I64 we_sum = 0, w_sum = 0;
         for (I64 j = 0; j <= filled; ++j) {
@@ -305,12 +309,14 @@ class Model {
           w_sum += w[j];
           we_sum += w[j] * es[j];
         }
-        std::fill(mix.begin(), mix.end(), 0);
         const Divisor by_we_sum(we_sum);
+        for (I64 j = 0; j <= filled; ++j) u[j] = static_cast<int32_t>(by_we_sum.floor(w[j] * es[j] * MIX_MASS));
+        std::fill(mix.begin(), mix.end(), 0);
         for (I64 j = 0; j <= filled; ++j) {
-          const int32_t u = static_cast<int32_t>(by_we_sum.floor(w[j] * es[j] * MIX_MASS));
+          if (u[j] == 0) continue;  // most keys get no weight: skip reading them
           const int8_t* k = j < filled ? kb + j * d : km;
-          for (I64 i = 0; i < d; ++i) mix[i] += u * int32_t(k[i]);
+          const int32_t uj = u[j];
+          for (I64 i = 0; i < d; ++i) mix[i] += uj * int32_t(k[i]);
         }
         const I64 ebar = floordiv(we_sum << 8, w_sum);
         const I64* md = midp + b * d;
