@@ -7,6 +7,7 @@
 // count cannot change a result; tests/test_native.py checks equality with quant.py.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -55,6 +56,34 @@ inline I64 isqrt(I64 v) {
   I64 s = static_cast<I64>(std::floor(std::sqrt(static_cast<double>(v))));
   if (s * s > v) s -= 1;
   if ((s + 1) * (s + 1) <= v) s += 1;
+  return s;
+}
+
+// t[clamp(x, -8, 8)] for a table over [-8, 8]: written as one simple loop over arrays so the
+// compiler can use vector gathers (tables are int32 copies: every entry is below 2**31)
+inline void lookup_all(const int32_t* t, const I64* x, I64* out, I64 n) {
+  for (I64 j = 0; j < n; ++j) out[j] = t[clampv(x[j], -LUT_HALF, LUT_HALF) + LUT_HALF];
+}
+
+// sum_i a[i] * b[i] over int8 vectors of length n (a multiple of 64 on the fast path): exact in
+// int32 for n * 127 * 128 < 2**31. With AVX512-VNNI, vpdpbusd takes unsigned x signed bytes, so
+// a is offset by 128 (a ^ 0x80 = a + 128) and 128 * sum(b) taken off again: the same integer.
+inline int32_t dot_i8(const int8_t* a, const int8_t* b, I64 n) {
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if (n % 64 == 0) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), ones = _mm512_set1_epi8(1);
+    __m512i acc = _mm512_setzero_si512(), bsum = _mm512_setzero_si512();
+    for (I64 i = 0; i < n; i += 64) {
+      const __m512i va = _mm512_xor_si512(_mm512_loadu_si512(a + i), flip);
+      const __m512i vb = _mm512_loadu_si512(b + i);
+      acc = _mm512_dpbusd_epi32(acc, va, vb);
+      bsum = _mm512_dpbusd_epi32(bsum, ones, vb);
+    }
+    return _mm512_reduce_add_epi32(acc) - 128 * _mm512_reduce_add_epi32(bsum);
+  }
+#endif
+  int32_t s = 0;
+  for (I64 i = 0; i < n; ++i) s += int32_t(a[i]) * int32_t(b[i]);
   return s;
 }
 
@@ -133,6 +162,10 @@ class Model {
         std::vector<std::vector<int64_t>> shifts, std::vector<at::Tensor> out, int64_t out_shift,
         std::vector<at::Tensor> tables)
       : d_(d), d_boom_(d_boom), M_(mem_len), embed_(embed), tables_(tables) {
+    for (auto& t : tables) {
+      TORCH_CHECK(t.abs().max().item<I64>() < (I64(1) << 31), "lookup table entry does not fit int32");
+      tables32_.push_back(t.to(at::kInt).contiguous());
+    }
     for (size_t k = 0; k < blocks.size(); ++k) {
       const auto& t = blocks[k];
       size_t i = 0;
@@ -169,12 +202,10 @@ class Model {
     const I64* emb = embed_.data_ptr<I64>();
     I64* hp = h.data_ptr<I64>();
     for (I64 b = 0; b < B; ++b) std::copy(emb + xs[b] * d, emb + (xs[b] + 1) * d, hp + b * d);
-    const I64* sig = tables_[0].data_ptr<I64>();
-    const I64* tnh = tables_[1].data_ptr<I64>();
-    const I64* gelu = tables_[2].data_ptr<I64>();
-    const I64* expa = tables_[3].data_ptr<I64>();
+    const int32_t* sig = tables32_[0].data_ptr<int32_t>();
+    const int32_t* tnh = tables32_[1].data_ptr<int32_t>();
+    const int32_t* gelu = tables32_[2].data_ptr<int32_t>();
     const I64* expo = tables_[4].data_ptr<I64>();
-    auto lut = [](const I64* t, I64 v) { return t[clampv(v, -LUT_HALF, LUT_HALF) + LUT_HALF]; };
     const I64 grain = std::max<I64>(1, 8);
 
     for (size_t k = 0; k < blocks_.size(); ++k) {
@@ -193,16 +224,21 @@ class Model {
       int8_t* hq = hs[k].data_ptr<int8_t>();
       I64* cp = cs[k].data_ptr<I64>();
       at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
-        std::vector<I64> gates(4 * d);
+        std::vector<I64> gates(4 * d), act(4 * d), cs_(d), tc(d);
         for (I64 b = lo; b < hi; ++b) {
           blk.lstm.finish({ax.data_ptr<int32_t>(), ah.data_ptr<int32_t>()}, {e.data_ptr<I64>(), nullptr}, b,
                           gates.data());
+          lookup_all(sig, gates.data(), act.data(), 2 * d);  // i, f
+          lookup_all(tnh, gates.data() + 2 * d, act.data() + 2 * d, d);  // g
+          lookup_all(sig, gates.data() + 3 * d, act.data() + 3 * d, d);  // o
+          I64* c = cp + b * d;
           for (I64 j = 0; j < d; ++j) {
-            const I64 i_ = lut(sig, gates[j]), f_ = lut(sig, gates[d + j]);
-            const I64 g_ = lut(tnh, gates[2 * d + j]), o_ = lut(sig, gates[3 * d + j]);
-            I64& c = cp[b * d + j];
-            c = clampv(rshift(f_ * c + i_ * g_, GATE_FRAC), -C_MAX, C_MAX);
-            const I64 hh = o_ * lut(tnh, rshift(c, GATE_FRAC - FRAC));
+            c[j] = clampv(rshift(act[d + j] * c[j] + act[j] * act[2 * d + j], GATE_FRAC), -C_MAX, C_MAX);
+            cs_[j] = rshift(c[j], GATE_FRAC - FRAC);
+          }
+          lookup_all(tnh, cs_.data(), tc.data(), d);
+          for (I64 j = 0; j < d; ++j) {
+            const I64 hh = act[3 * d + j] * tc[j];  // Q30
             hq[b * d + j] = static_cast<int8_t>(rshift(hh * 127, 2 * GATE_FRAC));
             hp[b * d + j] = clampv(hp[b * d + j] + rshift(hh, 2 * GATE_FRAC - FRAC), -R_MAX, R_MAX);
           }
@@ -221,15 +257,16 @@ class Model {
       });
       at::Tensor ab = at::_int_mm(q8, blk.boom.w[0]);
       at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
-        std::vector<I64> pre(d_boom_);
+        std::vector<I64> pre(d_boom_), g(d_boom_);
         for (I64 b = lo; b < hi; ++b) {
           blk.boom.finish({ab.data_ptr<int32_t>()}, {e.data_ptr<I64>()}, b, pre.data());
+          lookup_all(gelu, pre.data(), g.data(), d_boom_);
+          for (I64 ch = 0; ch < d_boom_; ++ch) g[ch] += std::max<I64>(pre[ch] - LUT_HALF, 0);  // GELU(x) = x beyond 8
           const I64* f = ff.data_ptr<I64>() + b * d;
-          for (I64 i = 0; i < d; ++i) {
-            I64 s = 0;
-            for (I64 ch = i; ch < d_boom_; ch += d) s += lut(gelu, pre[ch]) + std::max<I64>(pre[ch] - LUT_HALF, 0);
-            hp[b * d + i] = clampv(f[i] + s, -R_MAX, R_MAX);
-          }
+          for (I64 i = 0; i < d; ++i) hp[b * d + i] = f[i];
+          for (I64 ch = 0; ch < d_boom_; ch += d)
+            for (I64 i = 0; i < d; ++i) hp[b * d + i] += g[ch + i];
+          for (I64 i = 0; i < d; ++i) hp[b * d + i] = clampv(hp[b * d + i], -R_MAX, R_MAX);
         }
       });
     }
@@ -283,22 +320,16 @@ class Model {
     at::parallel_for(0, B, 8, [&](I64 lo, I64 hi) {
       std::vector<I64> ql(d), qn(d), s(filled + 1), w(filled + 1), es(filled + 1);
       std::vector<int8_t> qq(d);
-      std::vector<int16_t> qq16(d);
       std::vector<int32_t> mix(d), dots(filled + 1), u(filled + 1);
       for (I64 b = lo; b < hi; ++b) {
         blk.q.finish({aqp}, {ep}, b, ql.data());
         for (I64 i = 0; i < d; ++i) ql[i] = clampv(ql[i], -R_MAX, R_MAX);
         blk.q_ln.apply(ql.data(), qn.data(), d);
         const I64 eq = quantize_row(qn.data(), qq.data(), d);
-        for (I64 i = 0; i < d; ++i) qq16[i] = qq[i];  // int16 operands: the dot compiles to pmaddwd
         const int8_t* km = qmp + b * d;
         const int8_t* kb = ks + b * M * d;
-        for (I64 j = 0; j <= filled; ++j) {
-          const int8_t* k = j < filled ? kb + j * d : km;
-          int32_t dot = 0;
-          for (I64 i = 0; i < d; ++i) dot += int16_t(k[i]) * qq16[i];
-          dots[j] = dot;
-        }
+        for (I64 j = 0; j < filled; ++j) dots[j] = dot_i8(kb + j * d, qq.data(), d);
+        dots[filled] = dot_i8(km, qq.data(), d);
         std::copy(me + b * M, me + b * M + filled, es.begin());
         es[filled] = emp[b];
         for (I64 j = 0; j <= filled; ++j) s[j] = rdiv2(rshift(I64(dots[j]) * es[j], FRAC) * eq, score_div);
@@ -334,7 +365,7 @@ class Model {
   at::Tensor embed_;
   std::vector<Block> blocks_;
   Linear out_;
-  std::vector<at::Tensor> tables_;
+  std::vector<at::Tensor> tables_, tables32_;
 };
 
 }  // namespace

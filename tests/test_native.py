@@ -14,6 +14,7 @@ import shazip
 from shazip import native, quant
 from shazip.codec import IntEngine, model_encode
 from shazip.container import Method
+from shazip.model import SHARNN, Config
 from shazip.models import load_model
 
 from int_tables import lanes_of, run, run_with_threads
@@ -33,6 +34,20 @@ def test_native_equals_torch_step(trained, text, lanes):
     steps = 70  # the tiny model's ring holds 24: it wraps twice
     grid = lanes_of(text, lanes, steps)
     im = quant.IntModel(trained.model)
+    assert torch.equal(run(native.NativeModel(im), grid), run(im, grid))
+
+
+def test_native_equals_torch_step_wide_model(trained, text):
+    """d_model 64: the width where the C++ dot products take their vector path (VNNI where the
+    CPU has it), with random weights and gates so every path carries real values."""
+    torch.manual_seed(3)
+    m = SHARNN(Config(d_model=64, n_layers=2, d_boom=256, mem_len=40))
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.2 * torch.randn_like(p))
+    m.collapse_vs()
+    grid = lanes_of(text, 6, 90)
+    im = quant.IntModel(m)
     assert torch.equal(run(native.NativeModel(im), grid), run(im, grid))
 
 
