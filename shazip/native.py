@@ -21,6 +21,8 @@ import torch
 from .quant import IntModel
 
 SOURCE = Path(__file__).with_name("native.cpp")
+# -fopenmp: ATen's parallel_for is a header template that runs serially without it
+CFLAGS = ["-O3", "-march=native", "-fopenmp"]
 STALE_LOCK_SECONDS = 600  # a build takes about a minute
 _module = None
 _error: str | None = None
@@ -35,7 +37,7 @@ def _cache_dir() -> Path:
     except OSError:
         cpu = platform.processor()
     key = hashlib.sha256(SOURCE.read_bytes() + torch.__version__.encode() + cpu.encode()
-                         + sys.version.encode()).hexdigest()[:16]
+                         + sys.version.encode() + " ".join(CFLAGS).encode()).hexdigest()[:16]
     return root / "native" / key
 
 
@@ -57,7 +59,7 @@ def load():
         if not any(out.glob("*.so")):
             print("shazip: building the native int8 engine (once per machine)...", file=sys.stderr, flush=True)
         _module = build(name=f"shazip_native_{out.name}", sources=[str(SOURCE)], build_directory=str(out),
-                        extra_cflags=["-O3", "-march=native"], verbose=False)
+                        extra_cflags=CFLAGS, extra_ldflags=["-fopenmp"], verbose=False)
     except Exception as e:  # no compiler, no ninja, no headers: the torch path gives the same results
         _error = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
     return _module
