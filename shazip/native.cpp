@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <cstdint>
 #include <vector>
 
@@ -44,9 +45,11 @@ struct Divisor {
   double inv;
   explicit Divisor(I64 b_) : b(b_), inv(1.0 / static_cast<double>(b_)) {}
   I64 floor(I64 a) const {
-    I64 q = static_cast<I64>(std::floor(static_cast<double>(a) * inv));
+    const double x = static_cast<double>(a) * inv;
+    I64 q = static_cast<I64>(x);  // truncation; then floor (|q| < 2**53, so double(q) is exact).
+    q -= I64(static_cast<double>(q) > x);  // Written without std::floor, which blocks vectorizing.
     const I64 r = a - q * b;
-    return r < 0 ? q - 1 : (r >= b ? q + 1 : q);
+    return q - I64(r < 0) + I64(r >= b);  // branch-free, so loops of it vectorize
   }
 };
 // round(a / b), halves up, as rdiv: floor((2a + b) / 2b); `twice` is Divisor(2b)
@@ -119,17 +122,21 @@ struct Linear {
   I64 shift;
   I64 n() const { return bias.size(0); }
   // accs[p]: int32 [B, N] (input p times w[p]); es[p]: row scales or nullptr (fixed scale)
-  void finish(const std::vector<const int32_t*>& accs, const std::vector<const I64*>& es, I64 b, I64* out) const {
-    const I64 N = n();
-    const I64* bs = bias.data_ptr<I64>();
+  void finish(std::initializer_list<const int32_t*> accs, std::initializer_list<const I64*> es, I64 b,
+              I64* __restrict out) const {
+    const I64 N = n(), s = shift;
+    const I64* __restrict bs = bias.data_ptr<I64>();
     for (I64 j = 0; j < N; ++j) out[j] = bs[j];
-    for (size_t p = 0; p < accs.size(); ++p) {
-      const int32_t* a = accs[p] + b * N;
-      const I64* mm = m[p].data_ptr<I64>();
-      const I64 scale = es[p] ? es[p][b] : 1;
+    auto e = es.begin();
+    size_t p = 0;
+    for (const int32_t* acc : accs) {
+      const int32_t* __restrict a = acc + b * N;
+      const I64* __restrict mm = m[p++].data_ptr<I64>();
+      const I64 scale = *e ? (*e)[b] : 1;
+      ++e;
       for (I64 j = 0; j < N; ++j) out[j] += I64(a[j]) * scale * mm[j];
     }
-    for (I64 j = 0; j < N; ++j) out[j] = rshift(out[j], shift);
+    for (I64 j = 0; j < N; ++j) out[j] = rshift(out[j], s);
   }
 };
 

@@ -22,7 +22,7 @@ from .quant import IntModel
 
 SOURCE = Path(__file__).with_name("native.cpp")
 # -fopenmp: ATen's parallel_for is a header template that runs serially without it
-CFLAGS = ["-O3", "-march=native", "-fopenmp"]
+CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"]
 STALE_LOCK_SECONDS = 600  # a build takes about a minute
 _module = None
 _error: str | None = None
