@@ -68,23 +68,21 @@ inline void lookup_all(const int32_t* t, const I64* x, I64* out, I64 n) {
   for (I64 j = 0; j < n; ++j) out[j] = t[clampv(x[j], -LUT_HALF, LUT_HALF) + LUT_HALF];
 }
 
-// sum_i a[i] * b[i] over int8 vectors of length n (a multiple of 64 on the fast path): exact in
-// int32 for n * 127 * 128 < 2**31. With AVX512-VNNI, vpdpbusd takes unsigned x signed bytes, so
-// a is offset by 128 (a ^ 0x80 = a + 128) and 128 * sum(b) taken off again: the same integer.
-inline int32_t dot_i8(const int8_t* a, const int8_t* b, I64 n) {
+// sum_i a[i] * b[i] over int8 vectors of length n, exact in int32 for n * 127 * 128 < 2**31.
+// With AVX512-VNNI (n a multiple of 64), vpdpbusd multiplies unsigned by signed bytes, so a is
+// offset by 128 (a ^ 0x80 = a + 128) and 128 * sum(b) taken off again (`b_sum` is sum(b), the
+// same for every key, so the caller computes it once): the same integer as the plain loop.
+inline int32_t dot_i8(const int8_t* a, const int8_t* b, int32_t b_sum, I64 n) {
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   if (n % 64 == 0) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), ones = _mm512_set1_epi8(1);
-    __m512i acc = _mm512_setzero_si512(), bsum = _mm512_setzero_si512();
-    for (I64 i = 0; i < n; i += 64) {
-      const __m512i va = _mm512_xor_si512(_mm512_loadu_si512(a + i), flip);
-      const __m512i vb = _mm512_loadu_si512(b + i);
-      acc = _mm512_dpbusd_epi32(acc, va, vb);
-      bsum = _mm512_dpbusd_epi32(bsum, ones, vb);
-    }
-    return _mm512_reduce_add_epi32(acc) - 128 * _mm512_reduce_add_epi32(bsum);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    __m512i acc = _mm512_setzero_si512();
+    for (I64 i = 0; i < n; i += 64)
+      acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(_mm512_loadu_si512(a + i), flip), _mm512_loadu_si512(b + i));
+    return _mm512_reduce_add_epi32(acc) - 128 * b_sum;
   }
 #endif
+  (void)b_sum;
   int32_t s = 0;
   for (I64 i = 0; i < n; ++i) s += int32_t(a[i]) * int32_t(b[i]);
   return s;
@@ -335,8 +333,10 @@ class Model {
         const I64 eq = quantize_row(qn.data(), qq.data(), d);
         const int8_t* km = qmp + b * d;
         const int8_t* kb = ks + b * M * d;
-        for (I64 j = 0; j < filled; ++j) dots[j] = dot_i8(kb + j * d, qq.data(), d);
-        dots[filled] = dot_i8(km, qq.data(), d);
+        int32_t q_sum = 0;
+        for (I64 i = 0; i < d; ++i) q_sum += qq[i];
+        for (I64 j = 0; j < filled; ++j) dots[j] = dot_i8(kb + j * d, qq.data(), q_sum, d);
+        dots[filled] = dot_i8(km, qq.data(), q_sum, d);
         std::copy(me + b * M, me + b * M + filled, es.begin());
         es[filled] = emp[b];
         for (I64 j = 0; j <= filled; ++j) s[j] = rdiv2(rshift(I64(dots[j]) * es[j], FRAC) * eq, score_div);
