@@ -88,6 +88,57 @@ inline int32_t dot_i8(const int8_t* a, const int8_t* b, int32_t b_sum, I64 n) {
   return s;
 }
 
+// mix[i] = sum_j u[j] * key_j[i] over the ring's first `filled` keys (rows of `kb`) and the
+// current entry `km` (key number `filled`); u[j] <= 2**17, so every sum fits int32.
+// AVX512BW path (d a multiple of 32): keys go in pairs through vpmaddwd, whose 16-bit operands
+// take u in two parts, u = 256 * (u >> 8) + (u & 255) (each part fits int16), summed apart and
+// combined at the end; the accumulators hold each 32-wide chunk in vpunpck order (lo half: i =
+// 8L + p, hi half: i = 8L + 4 + p for 128-bit lane L, p < 4), put back in order at the end.
+inline void mix_keys(const int8_t* kb, const int8_t* km, I64 filled, const int32_t* u, I64 d, int32_t* mix,
+                     int32_t* acc_h, int32_t* acc_l) {
+  auto key = [&](I64 j) { return j < filled ? kb + j * d : km; };
+#if defined(__AVX512BW__)
+  if (d % 32 == 0) {
+    std::fill(acc_h, acc_h + d, 0);
+    std::fill(acc_l, acc_l + d, 0);
+    for (I64 j = 0; j <= filled; j += 2) {
+      const int32_t u0 = u[j], u1 = j + 1 <= filled ? u[j + 1] : 0;
+      if ((u0 | u1) == 0) continue;  // most keys get no weight: skip reading them
+      const int8_t* r0 = key(j);
+      const int8_t* r1 = j + 1 <= filled ? key(j + 1) : r0;
+      const __m512i hi_w = _mm512_set1_epi32(((u1 >> 8) << 16) | (u0 >> 8));
+      const __m512i lo_w = _mm512_set1_epi32(((u1 & 255) << 16) | (u0 & 255));
+      for (I64 c = 0; c < d; c += 32) {
+        const __m512i a0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0 + c)));
+        const __m512i a1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1 + c)));
+        const __m512i pl = _mm512_unpacklo_epi16(a0, a1), ph = _mm512_unpackhi_epi16(a0, a1);
+        int32_t* h = acc_h + c;
+        int32_t* l = acc_l + c;
+        _mm512_storeu_si512(h, _mm512_add_epi32(_mm512_loadu_si512(h), _mm512_madd_epi16(pl, hi_w)));
+        _mm512_storeu_si512(h + 16, _mm512_add_epi32(_mm512_loadu_si512(h + 16), _mm512_madd_epi16(ph, hi_w)));
+        _mm512_storeu_si512(l, _mm512_add_epi32(_mm512_loadu_si512(l), _mm512_madd_epi16(pl, lo_w)));
+        _mm512_storeu_si512(l + 16, _mm512_add_epi32(_mm512_loadu_si512(l + 16), _mm512_madd_epi16(ph, lo_w)));
+      }
+    }
+    for (I64 c = 0; c < d; c += 32)
+      for (int e = 0; e < 16; ++e) {
+        const I64 i = c + (e / 4) * 8 + e % 4;
+        mix[i] = acc_h[c + e] * 256 + acc_l[c + e];
+        mix[i + 4] = acc_h[c + 16 + e] * 256 + acc_l[c + 16 + e];
+      }
+    return;
+  }
+#endif
+  (void)acc_h;
+  (void)acc_l;
+  std::fill(mix, mix + d, 0);
+  for (I64 j = 0; j <= filled; ++j) {
+    if (u[j] == 0) continue;
+    const int8_t* k = key(j);
+    for (I64 i = 0; i < d; ++i) mix[i] += u[j] * int32_t(k[i]);
+  }
+}
+
 struct Norm {
   at::Tensor gain, bias;
   // y = LayerNorm(x) in residual units (quant.QNorm)
@@ -325,7 +376,7 @@ class Model {
     at::parallel_for(0, B, 8, [&](I64 lo, I64 hi) {
       std::vector<I64> ql(d), qn(d), s(filled + 1), w(filled + 1), es(filled + 1);
       std::vector<int8_t> qq(d);
-      std::vector<int32_t> mix(d), dots(filled + 1), u(filled + 1);
+      std::vector<int32_t> mix(d), acc_h(d), acc_l(d), dots(filled + 1), u(filled + 1);
       for (I64 b = lo; b < hi; ++b) {
         blk.q.finish({aqp}, {ep}, b, ql.data());
         for (I64 i = 0; i < d; ++i) ql[i] = clampv(ql[i], -R_MAX, R_MAX);
@@ -349,13 +400,7 @@ class Model {
         }
         const Divisor by_we_sum(we_sum);
         for (I64 j = 0; j <= filled; ++j) u[j] = static_cast<int32_t>(by_we_sum.floor(w[j] * es[j] * MIX_MASS));
-        std::fill(mix.begin(), mix.end(), 0);
-        for (I64 j = 0; j <= filled; ++j) {
-          if (u[j] == 0) continue;  // most keys get no weight: skip reading them
-          const int8_t* k = j < filled ? kb + j * d : km;
-          const int32_t uj = u[j];
-          for (I64 i = 0; i < d; ++i) mix[i] += uj * int32_t(k[i]);
-        }
+        mix_keys(kb, km, filled, u.data(), d, mix.data(), acc_h.data(), acc_l.data());
         const I64 ebar = floordiv(we_sum << 8, w_sum);
         const I64* md = midp + b * d;
         for (I64 i = 0; i < d; ++i) {
