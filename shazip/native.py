@@ -9,6 +9,7 @@ archives are identical either way (tests/test_native.py checks the two step for 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import platform
 import sys
@@ -34,14 +35,16 @@ _error: str | None = None
 
 def _cache_dir(flags: list[str]) -> Path:
     root = Path(os.environ.get("SHAZIP_CACHE") or Path.home() / ".cache" / "shazip")
-    # -march=native binaries are per CPU: key on the CPU's flags as well as the source and torch
+    # -march=native binaries are per CPU: the key has the CPU's flags as well as the source, its
+    # path (torch rebuilds when a build directory is reused from another path), torch and Python
     cpu = ""
     try:
         cpu = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
     except OSError:
         cpu = platform.processor()
-    key = hashlib.sha256(SOURCE.read_bytes() + torch.__version__.encode() + cpu.encode()
-                         + sys.version.encode() + " ".join(flags).encode()).hexdigest()[:16]
+    parts = [SOURCE.read_bytes(), str(SOURCE.resolve()).encode(), torch.__version__.encode(), cpu.encode(),
+             sys.version.encode(), " ".join(flags).encode()]
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
     return root / "native" / key
 
 
@@ -63,15 +66,25 @@ def load():
 
 
 def _build(flags: list[str]):
-    from torch.utils.cpp_extension import load as build
     out = _cache_dir(flags)
+    name = f"shazip_native_{out.name}"
+    built = out / f"{name}.so"
+    if built.exists():  # import it directly: torch's loader costs seconds even when nothing changed
+        try:
+            spec = importlib.util.spec_from_file_location(name, built)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        except ImportError:
+            pass  # damaged (e.g. a killed link): let torch's loader rebuild it
+    from torch.utils.cpp_extension import load as build
     out.mkdir(parents=True, exist_ok=True)
     lock = out / "lock"  # torch's build lock; one left by a killed build would block forever
     if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
         lock.unlink(missing_ok=True)
     if not any(out.glob("*.so")):
         print("shazip: building the native int8 engine (once per machine)...", file=sys.stderr, flush=True)
-    return build(name=f"shazip_native_{out.name}", sources=[str(SOURCE)], build_directory=str(out),
+    return build(name=name, sources=[str(SOURCE)], build_directory=str(out),
                  extra_cflags=flags, extra_ldflags=["-fopenmp"], verbose=False)
 
 
