@@ -36,6 +36,7 @@ and tests/data/golden-int8.shz pins it.
 
 from __future__ import annotations
 
+import copy
 import decimal
 from dataclasses import dataclass
 from decimal import Decimal
@@ -149,7 +150,6 @@ def _rint(x: np.ndarray) -> np.ndarray:
 def _fits(what: str, bound: float) -> None:
     if not bound < INT64_SAFE:
         raise ModelError(f"model cannot be run exactly: {what} could overflow int64 (weights too large)")
-
 
 
 def _quant_weight(w: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -300,7 +300,6 @@ class IntModel:
     def __init__(self, model: SHARNN, device: torch.device | str = "cpu") -> None:
         cfg = model.cfg
         if model.attn.vq is not None:  # in-training model: collapse a copy (exact only via files)
-            import copy
             model = copy.deepcopy(model)
             model.collapse_vs()
         d = cfg.d_model
@@ -319,6 +318,7 @@ class IntModel:
         for i, blk in enumerate(model.blocks):
             r = blk.rnn
             b = {"ln_start": QNorm.build(blk.ln_start, f"block {i} ln_start"),
+                 # (one float32 addition of the two biases: a single IEEE operation, the same everywhere)
                  "lstm": QLinear.build([(r.weight_ih_l0, unit, dyn), (r.weight_hh_l0, 1.0, 1)],
                                        r.bias_ih_l0 + r.bias_hh_l0, f"block {i} lstm"),
                  "ln_ff": QNorm.build(blk.ln_ff, f"block {i} ln_ff"),
