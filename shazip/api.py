@@ -15,14 +15,15 @@ from typing import BinaryIO, Callable, Iterator
 
 import torch
 
-from .codec import ALL_METHODS, ENGINE_FLOAT32, ENGINE_INT8, MAX_LANES, Engine, FloatEngine, IntEngine, decode_block, encode_block
+from .codec import ALL_METHODS, MAX_LANES, Engine, FloatEngine, IntEngine, decode_block, encode_block
 from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Method, read_upto, verify_block
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .models import LoadedModel, find_model, load_model, model_from_bytes
 
 DEFAULT_LANES = 32
 DEFAULT_BLOCK_SIZE = 2 << 20
-ENGINES = {"int8": ENGINE_INT8, "float32": ENGINE_FLOAT32}
+ENGINES: dict[str, type[IntEngine] | type[FloatEngine]] = {"int8": IntEngine, "float32": FloatEngine}
+_BY_ID = {kind.engine_id: kind for kind in ENGINES.values()}
 
 Progress = Callable[[int], None]
 
@@ -47,13 +48,14 @@ class _LazyEngine:
     """Builds the engine at the first model-coded block: archives of stored/zstd blocks never
     need the model."""
 
-    def __init__(self, engine_id: int, loaded: Callable[[], LoadedModel], threads: int) -> None:
-        self.engine_id, self.loaded, self.threads = engine_id, loaded, threads
+    def __init__(self, kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel],
+                 threads: int) -> None:
+        self.kind, self.loaded, self.threads = kind, loaded, threads
         self.engine: Engine | None = None
 
     def __call__(self) -> Engine:
         if self.engine is None:
-            self.engine = (FloatEngine(self.loaded(), self.threads) if self.engine_id == ENGINE_FLOAT32
+            self.engine = (FloatEngine(self.loaded(), self.threads) if self.kind is FloatEngine
                            else IntEngine(self.loaded()))
         return self.engine
 
@@ -80,11 +82,11 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
     if len(loaded.name.encode()) > 255:
         raise UsageError(f"model name is longer than 255 bytes: {loaded.name[:40]}...")
     with torch_threads(threads):
-        kind = FloatEngine if ENGINES[engine] == ENGINE_FLOAT32 else IntEngine
+        kind = ENGINES[engine]
         header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
                         threads=torch.get_num_threads() if kind is FloatEngine else 0,
                         model_id=loaded.model_id, model_name=loaded.name, block_size=block_size, lanes=lanes)
-        get_engine = _LazyEngine(kind.engine_id, lambda: loaded, header.threads)
+        get_engine = _LazyEngine(kind, lambda: loaded, header.threads)
         writer = ArchiveWriter(dst, header)
         total = 0
         while block := read_upto(src, block_size):
@@ -104,10 +106,10 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
         raise UsageError("--threads must be between 1 and 255")
     reader = ArchiveReader(src)
     h = reader.header
+    kind = _BY_ID.get(h.engine)
 
     def loaded() -> LoadedModel:
-        known = {FloatEngine.engine_id: FloatEngine.engine_version, IntEngine.engine_id: IntEngine.engine_version}
-        if known.get(h.engine) != h.engine_version:
+        if kind is None or kind.engine_version != h.engine_version:
             raise UnsupportedVersion(f"archive needs engine {h.engine} version {h.engine_version}, "
                                      f"which this shazip does not have")
         found = find_model(h.model_name, h.model_id) if model is None else _resolve(model)
@@ -116,9 +118,9 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
                              f"given '{found.name}' (id {found.id_hex[:16]})")
         return found
 
-    get_engine = _LazyEngine(h.engine, loaded, h.threads)
+    get_engine = _LazyEngine(kind, loaded, h.threads)
     total = 0
-    with torch_threads(h.threads if h.engine == ENGINE_FLOAT32 else threads):
+    with torch_threads(h.threads if kind is FloatEngine else threads):
         for bh, payload in reader.blocks():
             try:
                 block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress)
