@@ -58,14 +58,16 @@ def load():
         return None
     for flags in (CFLAGS + GCC_EXTRA, CFLAGS):
         try:
-            _module = _build(flags)
+            _module = _build(flags, announce=flags is not CFLAGS)  # said once, not for the fallback
             return _module
         except Exception as e:  # no compiler, no ninja, no headers: the torch path gives the same results
             _error = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
+    print(f"shazip: the native int8 engine could not be built ({_error}); using the slower torch "
+          f"engine, which gives the same archives", file=sys.stderr, flush=True)
     return None
 
 
-def _build(flags: list[str]):
+def _build(flags: list[str], announce: bool):
     out = _cache_dir(flags)
     name = f"shazip_native_{out.name}"
     built = out / f"{name}.so"
@@ -82,7 +84,7 @@ def _build(flags: list[str]):
     lock = out / "lock"  # torch's build lock; one left by a killed build would block forever
     if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
         lock.unlink(missing_ok=True)
-    if not any(out.glob("*.so")):
+    if announce and not any(out.glob("*.so")):
         print("shazip: building the native int8 engine (once per machine)...", file=sys.stderr, flush=True)
     return build(name=name, sources=[str(SOURCE)], build_directory=str(out),
                  extra_cflags=flags, extra_ldflags=["-fopenmp"], verbose=False)
