@@ -79,6 +79,12 @@ def _build(flags: list[str], announce: bool):
             return module
         except ImportError:
             pass  # damaged (e.g. a killed link): let torch's loader rebuild it
+    try:  # the `ninja` package's binary, which torch's loader looks for on PATH
+        import ninja
+        if ninja.BIN_DIR not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+    except ImportError:
+        pass  # a system ninja may still be there
     from torch.utils.cpp_extension import load as build
     out.mkdir(parents=True, exist_ok=True)
     lock = out / "lock"  # torch's build lock; one left by a killed build would block forever
