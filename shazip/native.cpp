@@ -68,71 +68,108 @@ inline void lookup_all(const int32_t* t, const I64* x, I64* out, I64 n) {
   for (I64 j = 0; j < n; ++j) out[j] = t[clampv(x[j], -LUT_HALF, LUT_HALF) + LUT_HALF];
 }
 
-// sum_i a[i] * b[i] over int8 vectors of length n, exact in int32 for n * 127 * 128 < 2**31.
-// With AVX512-VNNI (n a multiple of 64), vpdpbusd multiplies unsigned by signed bytes, so a is
-// offset by 128 (a ^ 0x80 = a + 128) and 128 * sum(b) taken off again (`b_sum` is sum(b), the
-// same for every key, so the caller computes it once): the same integer as the plain loop.
-inline int32_t dot_i8(const int8_t* a, const int8_t* b, int32_t b_sum, I64 n) {
+// dots[j] = key(j) . q over int8 vectors of length d for keys j < n; exact in int32 for
+// d * 127 * 128 < 2**31. With AVX512-VNNI (d a multiple of 64), 16 keys at a time (independent
+// accumulator chains, so the loads overlap) through vpdpbusd, which multiplies unsigned by
+// signed bytes: each key is offset by 128 (k ^ 0x80 = k + 128) and 128 * sum(q) taken off
+// again; the 16 accumulators are then summed across in one transpose tree. Integer sums, so
+// the same integers as the plain loop below.
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  if (n % 64 == 0) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    __m512i acc = _mm512_setzero_si512();
-    for (I64 i = 0; i < n; i += 64)
-      acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(_mm512_loadu_si512(a + i), flip), _mm512_loadu_si512(b + i));
-    return _mm512_reduce_add_epi32(acc) - 128 * b_sum;
-  }
-#endif
-  (void)b_sum;
-  int32_t s = 0;
-  for (I64 i = 0; i < n; ++i) s += int32_t(a[i]) * int32_t(b[i]);
-  return s;
+inline __m512i sum16(const __m512i* v) {  // r[k] = sum of the 16 entries of v[k]
+  __m512i w[8], x[4];
+  for (int i = 0; i < 8; ++i)
+    w[i] = _mm512_add_epi32(_mm512_shuffle_i64x2(v[2 * i], v[2 * i + 1], 0x44),
+                            _mm512_shuffle_i64x2(v[2 * i], v[2 * i + 1], 0xEE));
+  for (int i = 0; i < 4; ++i)  // 128-bit lane L of x[i]: four partial sums of v[4i + L]
+    x[i] = _mm512_add_epi32(_mm512_shuffle_i64x2(w[2 * i], w[2 * i + 1], 0x88),
+                            _mm512_shuffle_i64x2(w[2 * i], w[2 * i + 1], 0xDD));
+  const __m512i y0 = _mm512_add_epi32(_mm512_unpacklo_epi32(x[0], x[1]), _mm512_unpackhi_epi32(x[0], x[1]));
+  const __m512i y1 = _mm512_add_epi32(_mm512_unpacklo_epi32(x[2], x[3]), _mm512_unpackhi_epi32(x[2], x[3]));
+  const __m512i z = _mm512_add_epi32(_mm512_unpacklo_epi64(y0, y1), _mm512_unpackhi_epi64(y0, y1));
+  // z[4L + m] = sum of v[4m + L]
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_epi32(order, z);
 }
-
-// mix[i] = sum_j u[j] * key_j[i] over the ring's first `filled` keys (rows of `kb`) and the
-// current entry `km` (key number `filled`); u[j] <= 2**17, so every sum fits int32.
-// AVX512BW path (d a multiple of 32): keys go in pairs through vpmaddwd, whose 16-bit operands
-// take u in two parts, u = 256 * (u >> 8) + (u & 255) (each part fits int16), summed apart and
-// combined at the end; the accumulators hold each 32-wide chunk in vpunpck order (lo half: i =
-// 8L + p, hi half: i = 8L + 4 + p for 128-bit lane L, p < 4), put back in order at the end.
-inline void mix_keys(const int8_t* kb, const int8_t* km, I64 filled, const int32_t* u, I64 d, int32_t* mix,
-                     int32_t* acc_h, int32_t* acc_l) {
-  auto key = [&](I64 j) { return j < filled ? kb + j * d : km; };
-#if defined(__AVX512BW__)
-  if (d % 32 == 0) {
-    std::fill(acc_h, acc_h + d, 0);
-    std::fill(acc_l, acc_l + d, 0);
-    for (I64 j = 0; j <= filled; j += 2) {
-      const int32_t u0 = u[j], u1 = j + 1 <= filled ? u[j + 1] : 0;
-      if ((u0 | u1) == 0) continue;  // most keys get no weight: skip reading them
-      const int8_t* r0 = key(j);
-      const int8_t* r1 = j + 1 <= filled ? key(j + 1) : r0;
-      const __m512i hi_w = _mm512_set1_epi32(((u1 >> 8) << 16) | (u0 >> 8));
-      const __m512i lo_w = _mm512_set1_epi32(((u1 & 255) << 16) | (u0 & 255));
-      for (I64 c = 0; c < d; c += 32) {
-        const __m512i a0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0 + c)));
-        const __m512i a1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1 + c)));
-        const __m512i pl = _mm512_unpacklo_epi16(a0, a1), ph = _mm512_unpackhi_epi16(a0, a1);
-        int32_t* h = acc_h + c;
-        int32_t* l = acc_l + c;
-        _mm512_storeu_si512(h, _mm512_add_epi32(_mm512_loadu_si512(h), _mm512_madd_epi16(pl, hi_w)));
-        _mm512_storeu_si512(h + 16, _mm512_add_epi32(_mm512_loadu_si512(h + 16), _mm512_madd_epi16(ph, hi_w)));
-        _mm512_storeu_si512(l, _mm512_add_epi32(_mm512_loadu_si512(l), _mm512_madd_epi16(pl, lo_w)));
-        _mm512_storeu_si512(l + 16, _mm512_add_epi32(_mm512_loadu_si512(l + 16), _mm512_madd_epi16(ph, lo_w)));
+#endif
+template <class KeyFn>
+inline void dots_i8(KeyFn key, I64 n, const int8_t* q, I64 d, int32_t* dots) {
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if (d % 64 == 0) {
+    int32_t q_sum = 0;
+    for (I64 i = 0; i < d; ++i) q_sum += q[i];
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    const __m512i offset = _mm512_set1_epi32(128 * q_sum);
+    for (I64 j0 = 0; j0 < n; j0 += 16) {
+      const int m = static_cast<int>(std::min<I64>(16, n - j0));
+      const int8_t* k[16];
+      for (int t = 0; t < 16; ++t) k[t] = key(j0 + std::min(t, m - 1));
+      __m512i acc[16];
+      for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_si512();
+      for (I64 c = 0; c < d; c += 64) {
+        const __m512i qv = _mm512_loadu_si512(q + c);
+        for (int t = 0; t < 16; ++t)
+          acc[t] = _mm512_dpbusd_epi32(acc[t], _mm512_xor_si512(_mm512_loadu_si512(k[t] + c), flip), qv);
       }
+      const __m512i r = _mm512_sub_epi32(sum16(acc), offset);
+      _mm512_mask_storeu_epi32(dots + j0, static_cast<__mmask16>((1u << m) - 1), r);
     }
-    for (I64 c = 0; c < d; c += 32)
-      for (int e = 0; e < 16; ++e) {
-        const I64 i = c + (e / 4) * 8 + e % 4;
-        mix[i] = acc_h[c + e] * 256 + acc_l[c + e];
-        mix[i + 4] = acc_h[c + 16 + e] * 256 + acc_l[c + 16 + e];
-      }
     return;
   }
 #endif
-  (void)acc_h;
-  (void)acc_l;
+  for (I64 j = 0; j < n; ++j) {
+    const int8_t* k = key(j);
+    int32_t s = 0;
+    for (I64 i = 0; i < d; ++i) s += int32_t(k[i]) * int32_t(q[i]);
+    dots[j] = s;
+  }
+}
+
+// mix[i] = sum_j u[j] * key(j)[i] over keys j < n; u[j] <= 2**17 with sum(u) <= 2**17, so
+// every sum fits int32. AVX512-VNNI path (d a multiple of 32): keys with weight go in pairs
+// through vpdpwssd, whose 16-bit operands take u in two parts, u = 256 * (u >> 8) + (u & 255)
+// (each part fits int16), summed apart and combined at the end. Chunk by chunk of 32 entries,
+// the accumulators stay in registers; they hold the chunk in vpunpck order (lo half: i = 8L + p,
+// hi half: i = 8L + 4 + p for 128-bit lane L, p < 4), put back in order when stored.
+template <class KeyFn>
+inline void mix_keys(KeyFn key, I64 n, const int32_t* u, I64 d, int32_t* mix) {
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if (d % 32 == 0) {
+    struct Pair { const int8_t* r0; const int8_t* r1; int32_t hi, lo; };
+    std::vector<Pair> pairs;
+    for (I64 j = 0; j < n; j += 2) {
+      const int32_t u0 = u[j], u1 = j + 1 < n ? u[j + 1] : 0;
+      if ((u0 | u1) == 0) continue;  // most keys get no weight: skip reading them
+      pairs.push_back({key(j), j + 1 < n ? key(j + 1) : key(j), ((u1 >> 8) << 16) | (u0 >> 8),
+                       ((u1 & 255) << 16) | (u0 & 255)});
+    }
+    alignas(64) int32_t h[32], l[32];
+    for (I64 c = 0; c < d; c += 32) {
+      __m512i h0 = _mm512_setzero_si512(), h1 = h0, l0 = h0, l1 = h0;
+      for (const Pair& p : pairs) {
+        const __m512i a0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.r0 + c)));
+        const __m512i a1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.r1 + c)));
+        const __m512i pl = _mm512_unpacklo_epi16(a0, a1), ph = _mm512_unpackhi_epi16(a0, a1);
+        const __m512i hw = _mm512_set1_epi32(p.hi), lw = _mm512_set1_epi32(p.lo);
+        h0 = _mm512_dpwssd_epi32(h0, pl, hw);
+        h1 = _mm512_dpwssd_epi32(h1, ph, hw);
+        l0 = _mm512_dpwssd_epi32(l0, pl, lw);
+        l1 = _mm512_dpwssd_epi32(l1, ph, lw);
+      }
+      _mm512_store_si512(h, h0);
+      _mm512_store_si512(h + 16, h1);
+      _mm512_store_si512(l, l0);
+      _mm512_store_si512(l + 16, l1);
+      for (int e = 0; e < 16; ++e) {
+        const I64 i = c + (e / 4) * 8 + e % 4;
+        mix[i] = h[e] * 256 + l[e];
+        mix[i + 4] = h[16 + e] * 256 + l[16 + e];
+      }
+    }
+    return;
+  }
+#endif
   std::fill(mix, mix + d, 0);
-  for (I64 j = 0; j <= filled; ++j) {
+  for (I64 j = 0; j < n; ++j) {
     if (u[j] == 0) continue;
     const int8_t* k = key(j);
     for (I64 i = 0; i < d; ++i) mix[i] += u[j] * int32_t(k[i]);
@@ -374,9 +411,10 @@ class Model {
     const I64* ep = e.data_ptr<I64>();
     const Divisor score_div(2 * 127 * 127), out_div(I64(2 * 127) << 20);
     at::parallel_for(0, B, 8, [&](I64 lo, I64 hi) {
-      std::vector<I64> ql(d), qn(d), s(filled + 1), w(filled + 1), es(filled + 1);
+      const I64 n = filled + 1;  // keys: the ring's first `filled` entries, then the current one
+      std::vector<I64> ql(d), qn(d), s(n), w(n), es(n);
       std::vector<int8_t> qq(d);
-      std::vector<int32_t> mix(d), acc_h(d), acc_l(d), dots(filled + 1), u(filled + 1);
+      std::vector<int32_t> mix(d), dots(n), u(n);
       for (I64 b = lo; b < hi; ++b) {
         blk.q.finish({aqp}, {ep}, b, ql.data());
         for (I64 i = 0; i < d; ++i) ql[i] = clampv(ql[i], -R_MAX, R_MAX);
@@ -384,23 +422,21 @@ class Model {
         const I64 eq = quantize_row(qn.data(), qq.data(), d);
         const int8_t* km = qmp + b * d;
         const int8_t* kb = ks + b * M * d;
-        int32_t q_sum = 0;
-        for (I64 i = 0; i < d; ++i) q_sum += qq[i];
-        for (I64 j = 0; j < filled; ++j) dots[j] = dot_i8(kb + j * d, qq.data(), q_sum, d);
-        dots[filled] = dot_i8(km, qq.data(), q_sum, d);
+        auto key = [&](I64 j) { return j < filled ? kb + j * d : km; };
+        dots_i8(key, n, qq.data(), d, dots.data());
         std::copy(me + b * M, me + b * M + filled, es.begin());
         es[filled] = emp[b];
-        for (I64 j = 0; j <= filled; ++j) s[j] = rdiv2(rshift(I64(dots[j]) * es[j], FRAC) * eq, score_div);
+        for (I64 j = 0; j < n; ++j) s[j] = rdiv2(rshift(I64(dots[j]) * es[j], FRAC) * eq, score_div);
         const I64 mx = *std::max_element(s.begin(), s.end());
         I64 we_sum = 0, w_sum = 0;
-        for (I64 j = 0; j <= filled; ++j) {
+        for (I64 j = 0; j < n; ++j) {
           w[j] = expa[std::min(mx - s[j], EXP_ATT_MAX)];
           w_sum += w[j];
           we_sum += w[j] * es[j];
         }
         const Divisor by_we_sum(we_sum);
-        for (I64 j = 0; j <= filled; ++j) u[j] = static_cast<int32_t>(by_we_sum.floor(w[j] * es[j] * MIX_MASS));
-        mix_keys(kb, km, filled, u.data(), d, mix.data(), acc_h.data(), acc_l.data());
+        for (I64 j = 0; j < n; ++j) u[j] = static_cast<int32_t>(by_we_sum.floor(w[j] * es[j] * MIX_MASS));
+        mix_keys(key, n, u.data(), d, mix.data());
         const I64 ebar = floordiv(we_sum << 8, w_sum);
         const I64* md = midp + b * d;
         for (I64 i = 0; i < d; ++i) {
