@@ -15,7 +15,7 @@ from typing import BinaryIO, Callable, Iterator
 
 import torch
 
-from .codec import ALL_METHODS, MAX_LANES, Engine, FloatEngine, IntEngine, decode_block, encode_block
+from .codec import ALL_METHODS, MAX_LANES, CodingStats, Engine, FloatEngine, IntEngine, decode_block, encode_block
 from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Method, read_upto, verify_block
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .models import LoadedModel, find_model, load_model, model_from_bytes
@@ -63,9 +63,11 @@ class _LazyEngine:
 def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
                     lanes: int = DEFAULT_LANES, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 1, progress: Progress | None = None,
-                    methods: frozenset[Method] = ALL_METHODS, engine: str = "int8") -> int:
+                    methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
+                    stats: CodingStats | None = None) -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes.
-    `methods` restricts the block methods tried (e.g. {Method.MODEL} to measure the model).
+    `methods` restricts the block methods tried (e.g. {Method.MODEL} to measure the model);
+    `stats`, if given, collects the model's cross-entropy and the methods chosen.
     `engine` is "int8" (integer-exact, decodes anywhere) or "float32" (decodes only on this
     machine with the same thread count)."""
     if not 1 <= lanes <= MAX_LANES:
@@ -90,7 +92,7 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
         writer = ArchiveWriter(dst, header)
         total = 0
         while block := read_upto(src, block_size):
-            method, k, payload = encode_block(get_engine, block, lanes, progress, methods)
+            method, k, payload = encode_block(get_engine, block, lanes, progress, methods, stats)
             writer.add_block(method, k, block, payload)
             total += len(block)
         writer.finish()

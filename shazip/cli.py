@@ -21,6 +21,7 @@ from typing import BinaryIO, Callable, Iterator
 import click
 
 from . import __version__
+from . import bench as bench_mod
 from .api import DEFAULT_BLOCK_SIZE, DEFAULT_LANES, ENGINES, compress_stream, decompress_stream
 from .codec import ENGINE_NAMES
 from .container import describe
@@ -265,6 +266,41 @@ def models(add: str | None, name: str | None) -> None:
         figs = " ".join(f"{k}={v}" for k, v in e.get("figures", {}).items())
         click.echo(f"{name}: {e['file']} {e.get('bytes', 0) / 1e6:.1f} MB, {e.get('params', 0) / 1e6:.2f}M params, "
                    f"id {e['sha256']} {figs}")
+
+
+@main.command()
+@click.option("--data", required=True, type=click.Path(path_type=Path), help="Input file (e.g. enwik8 or enwik6).")
+@click.option("--split", type=click.Choice(list(bench_mod.SPLITS)), default="all", show_default=True,
+              help="enwik8's standard split: first 90M train, 5M valid, last 5M test.")
+@click.option("--limit", type=int, default=None, help="Only the first N bytes (of the split).")
+@click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
+@click.option("--lanes", default=64, show_default=True, help="Parallel lanes per block.")
+@click.option("--threads", default=1, show_default=True, help="CPU threads for shazip.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("bench-results"), show_default=True,
+              help="Folder for bench.json, bench.md and bench.png.")
+@click.option("--baselines/--no-baselines", default=True, show_default=True,
+              help="Also run zstd, xz, bzip2 and gzip.")
+def bench(data: Path, split: str, limit: int | None, model: str, lanes: int, threads: int, out: Path,
+          baselines: bool) -> None:
+    """Benchmark shazip beside zstd/xz/bzip2/gzip on one file: sizes, speeds, memory, round
+    trips, model cross-entropy and Hutter-style totals."""
+
+    def body() -> None:
+        result = bench_mod.bench(data, out, model, split, limit, lanes, threads, baselines,
+                                 log=lambda m: click.echo(m, err=True))
+        click.echo(bench_mod.markdown(result), nl=False)
+        click.echo(f"wrote {out / 'bench.json'}, {out / 'bench.md'}"
+                   + (f", {result['plot']}" if result["plot"] else " (no plot: pip install 'shazip[bench]')"), err=True)
+
+    _run(body)
+
+
+@main.command("fetch-enwik8")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--url", default=bench_mod.ENWIK8_URL, show_default=True, help="Where enwik8.zip is downloaded from.")
+def fetch_enwik8(directory: Path, url: str) -> None:
+    """Download enwik8 into DIRECTORY (needs the internet); its sha256 is verified, a mismatch refused."""
+    _run(lambda: click.echo(f"wrote {bench_mod.fetch_enwik8(directory, url)} (sha256 verified)"))
 
 
 main.add_command(train_command)

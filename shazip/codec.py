@@ -15,6 +15,8 @@ for evaluation and as an explicit, non-portable option.
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 import numpy as np
@@ -126,9 +128,25 @@ def run_lanes(engine: Engine, code: Callable[[np.ndarray, np.ndarray | None], np
     return steps.T.reshape(-1)[:n].tobytes()
 
 
-def model_encode(engine: Engine, data: bytes, lanes: int, progress=None) -> bytes:
+@dataclass
+class CodingStats:
+    """What compression measured along the way (for the benchmark)."""
+    model_bytes: int = 0  # bytes the model coded (every block it was tried on)
+    model_bits: float = 0.0  # their cross-entropy under the model's rows, in bits
+    chosen_bits: float = 0.0  # the cross-entropy of the blocks kept model-coded...
+    chosen_payload: int = 0  # ...and their payload bytes: the coder's real cost
+    payload: int = 0  # payload bytes of every block, whatever the method
+    methods: Counter = field(default_factory=Counter)  # blocks per chosen method name
+    _last_bits: float = 0.0
+
+
+def model_encode(engine: Engine, data: bytes, lanes: int, progress=None, stats: CodingStats | None = None) -> bytes:
     enc = Encoder()
     run_lanes(engine, enc.code, len(data), lanes, data, progress)
+    if stats is not None:
+        stats.model_bytes += len(data)
+        stats.model_bits += enc.bits
+        stats._last_bits = enc.bits
     return enc.finish()
 
 
@@ -150,7 +168,8 @@ ALL_METHODS = frozenset(Method)
 
 
 def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, progress=None,
-                 methods: frozenset[Method] = ALL_METHODS) -> tuple[Method, int, bytes]:
+                 methods: frozenset[Method] = ALL_METHODS,
+                 stats: CodingStats | None = None) -> tuple[Method, int, bytes]:
     """The smallest of the allowed methods (model-coded, zstd, raw; ties go to the cheaper
     decode). Unless the model is the only choice, data whose byte histogram is already near
     8 bits/byte (compressed or random) skips the model: it cannot win and would cost time.
@@ -162,12 +181,19 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, prog
         candidates.append((Method.ZSTD, 1, zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)))
     if Method.MODEL in methods and (methods == {Method.MODEL} or order0_entropy(data) < 7.5):
         k = effective_lanes(len(data), lanes)
-        candidates.append((Method.MODEL, k, model_encode(get_engine(), data, k, progress)))
+        candidates.append((Method.MODEL, k, model_encode(get_engine(), data, k, progress, stats)))
     elif progress is not None:
         progress(len(data))
     if not candidates:
         raise ValueError("no block method allowed")
-    return min(candidates, key=lambda c: len(c[2]))
+    best = min(candidates, key=lambda c: len(c[2]))
+    if stats is not None:
+        stats.methods[best[0].name.lower()] += 1
+        stats.payload += len(best[2])
+        if best[0] == Method.MODEL:
+            stats.chosen_bits += stats._last_bits
+            stats.chosen_payload += len(best[2])
+    return best
 
 
 def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, payload: bytes, n: int,

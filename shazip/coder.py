@@ -22,10 +22,12 @@ _FAMILY = constriction.stream.model.Categorical(perfect=False)
 class Encoder:
     def __init__(self) -> None:
         self._enc = RangeEncoder()
+        self.bits = 0.0  # the model's cross-entropy of what was coded: sum of -log2 p(symbol)
 
     def code(self, probs: np.ndarray, symbols: np.ndarray) -> np.ndarray:
         """Encodes symbols[i] under probs[i]; returns the symbols (the step loop's next input)."""
         self._enc.encode(symbols.astype(np.int32), _FAMILY, probs)
+        self.bits -= float(np.log2(probs[np.arange(len(symbols)), symbols]).sum())
         return symbols
 
     def finish(self) -> bytes:

@@ -1,0 +1,399 @@
+"""The benchmark: shazip beside standard compressors on one input, with Hutter-style totals.
+
+    shazip bench --data enwik8 --split test          # the standard enwik8 test split
+    shazip bench --data ../shared/data/enwik6        # any file, whole or --limit N prefix
+
+Every figure is measured in this run, each compressor in its own process (so its peak RSS is
+its own, read from `wait4`) and timed end to end as a user would run it: for shazip that is
+the Python start-up, the model load, coding and writing the archive. Every archive is
+decompressed again and compared with the input (`round_trip`).
+
+shazip's row adds the model's cross-entropy (bits/byte under the integer engine's very rows
+the coder got) and the archive's overhead above it. The Hutter-style total counts what a
+decompressor needs besides the archive: the model file and the `shazip` package source,
+zipped; each is listed apart. For inputs that are not the whole of enwik8, a projected enwik8
+total (measured bits/byte x 10**8 bytes, plus the decompressor) is given, labelled as such.
+
+Baselines run the system tools when they are on PATH (zstd, xz, bzip2, gzip) and otherwise
+the same formats and levels through Python (zstandard, lzma, bz2, gzip); the output says which.
+Writes a Markdown table to stdout and, in --out, bench.json (every figure, plus the machine,
+threads and versions), bench.md and bench.png (bits/byte vs compress speed; needs the
+optional `bench` extra, matplotlib).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import ShazipError, UsageError
+
+ENWIK8_URL = "http://mattmahoney.net/dc/enwik8.zip"
+ENWIK8_SHA256 = "2b49720ec4d78c3c9fabaee6e4179a5e997302b3a70029f30f2d582218c024a8"
+ENWIK8_BYTES = 100_000_000
+SPLITS = {"all": (0, None), "train": (0, 90_000_000), "valid": (90_000_000, 95_000_000),
+          "test": (95_000_000, 100_000_000)}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One standard compressor at one level: its command line, and the same format through
+    Python for machines without the tool."""
+    name: str
+    level: str
+    compress: list[str]
+    decompress: list[str]
+    python: str  # a Python expression of `data`: compress and decompress functions, see _py_codec
+
+
+BASELINES = [
+    Baseline("zstd", "-19", ["zstd", "-19", "-q", "-c"], ["zstd", "-d", "-q", "-c"], "zstd19"),
+    Baseline("zstd", "--ultra -22 --long=27", ["zstd", "--ultra", "-22", "--long=27", "-q", "-c"],
+             ["zstd", "-d", "--long=27", "-q", "-c"], "zstd22"),
+    Baseline("xz", "-9e", ["xz", "-9e", "-c"], ["xz", "-d", "-c"], "xz9e"),
+    Baseline("bzip2", "-9", ["bzip2", "-9", "-c"], ["bzip2", "-d", "-c"], "bzip2"),
+    Baseline("gzip", "-9", ["gzip", "-9", "-n", "-c"], ["gzip", "-d", "-c"], "gzip"),
+]
+
+
+def _py_codec(kind: str):
+    """(compress, decompress) in Python for a baseline (the fallback without system tools)."""
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+    if kind == "zstd19":
+        return zstandard.ZstdCompressor(level=19).compress, zstandard.ZstdDecompressor().decompress
+    if kind == "zstd22":
+        params = zstandard.ZstdCompressionParameters.from_level(22, window_log=27, enable_ldm=True)
+        return (zstandard.ZstdCompressor(compression_params=params).compress,
+                lambda b: zstandard.ZstdDecompressor(max_window_size=1 << 27).decompress(b))
+    if kind == "xz9e":
+        return lambda b: lzma.compress(b, preset=9 | lzma.PRESET_EXTREME), lzma.decompress
+    if kind == "bzip2":
+        return lambda b: bz2.compress(b, 9), bz2.decompress
+    if kind == "gzip":
+        return lambda b: gzip.compress(b, 9, mtime=0), gzip.decompress
+    raise ValueError(kind)
+
+
+@dataclass
+class Run:
+    """One process: wall seconds and peak resident memory."""
+    seconds: float
+    peak_rss_mb: float
+
+
+# Runs a command and reports its own wall time and peak RSS (wait4's ru_maxrss). A small
+# launcher process starts it: a child forked straight from this process would count the
+# benchmark's own memory (torch is loaded here) in its peak before it execs.
+_LAUNCH = """import json, os, sys, time
+t = time.perf_counter()
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(json.dumps({"seconds": time.perf_counter() - t, "maxrss": usage.ru_maxrss,
+                                          "code": os.waitstatus_to_exitcode(status)}))"""
+
+
+def _measure(cmd: list[str], stdin: Path | None = None, stdout: Path | None = None) -> Run:
+    with tempfile.NamedTemporaryFile(suffix=".json") as rep:
+        with open(stdin or os.devnull, "rb") as fin, open(stdout or os.devnull, "wb") as fout:
+            p = subprocess.run([sys.executable, "-S", "-c", _LAUNCH, rep.name] + cmd, stdin=fin, stdout=fout,
+                               stderr=subprocess.PIPE)
+        r = json.loads(Path(rep.name).read_text() or "{}")
+    if p.returncode != 0 or r.get("code") != 0:
+        raise ShazipError(f"{' '.join(cmd[:3])}... failed: {p.stderr.decode(errors='replace').strip()[-300:]}")
+    kib = r["maxrss"] / 1024 if sys.platform == "darwin" else r["maxrss"]  # bytes on macOS, KiB elsewhere
+    return Run(r["seconds"], kib / 1024)
+
+
+@dataclass
+class Row:
+    """One compressor's figures on the input."""
+    compressor: str
+    level: str
+    implementation: str
+    original_bytes: int
+    archive_bytes: int
+    bits_per_byte: float
+    compress_KBps: float
+    decompress_KBps: float
+    compress_peak_rss_mb: float
+    decompress_peak_rss_mb: float
+    round_trip: bool
+    extra: dict = field(default_factory=dict)
+
+
+def _row(name: str, level: str, impl: str, n: int, archive: Path, c: Run, d: Run, ok: bool, **extra) -> Row:
+    size = archive.stat().st_size
+    return Row(name, level, impl, n, size, round(8 * size / n, 4) if n else 0.0,
+               round(n / c.seconds / 1e3, 2), round(n / d.seconds / 1e3, 2),
+               round(c.peak_rss_mb, 1), round(d.peak_rss_mb, 1), ok, extra)
+
+
+def _same(a: Path, b: Path) -> bool:
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+
+def run_baseline(b: Baseline, src: Path, work: Path, n: int) -> Row:
+    arc, back = work / f"{b.python}.out", work / f"{b.python}.back"
+    tool = shutil.which(b.compress[0])
+    if tool:
+        c = _measure(b.compress, src, arc)
+        d = _measure(b.decompress, arc, back)
+        impl = f"system {b.compress[0]}"
+    else:
+        worker = [sys.executable, "-m", "shazip.bench", "_py", b.python]
+        c = _measure(worker + ["c", str(src), str(arc)])
+        d = _measure(worker + ["d", str(arc), str(back)])
+        impl = f"python {b.python}"
+    return _row(b.name, b.level, impl, n, arc, c, d, _same(src, back))
+
+
+def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: int) -> Row:
+    """shazip compress (through the API, in its own process, to collect the cross-entropy)
+    and `shazip decompress` (the command line), each timed end to end."""
+    from . import native
+    from .models import load_model
+    loaded = load_model(model)
+    native.load()  # a first use builds the native step (once per machine): not part of the timing
+    arc, back, stats = work / "shazip.shz", work / "shazip.back", work / "shazip.stats.json"
+    c = _measure([sys.executable, "-m", "shazip.bench", "_shazip", str(src), str(arc), str(stats),
+                  model, str(lanes), str(threads)])
+    d = _measure([sys.executable, "-m", "shazip", "decompress", str(arc), "-o", str(back), "-q", "-f",
+                  "--threads", str(threads), "--model", model])
+    s = json.loads(stats.read_text())
+    size = arc.stat().st_size
+    ce = s["model_bits"] / s["model_bytes"] if s["model_bytes"] else None
+    coder = 100 * (8 * s["chosen_payload"] / s["chosen_bits"] - 1) if s["chosen_bits"] else None
+    model_bytes = loaded.path.stat().st_size if loaded.path else 0
+    source_zip = len(package_source_zip())
+    extra = {
+        "model": loaded.name, "model_id": loaded.id_hex, "engine": "int8", "lanes": lanes, "threads": threads,
+        "model_bits_per_byte": round(ce, 4) if ce is not None else None,
+        "coder_overhead_pct": round(coder, 4) if coder is not None else None,
+        "container_bytes": size - s["payload"],
+        "blocks": s["methods"],
+        "hutter": {"archive_bytes": size, "model_file_bytes": model_bytes, "source_zip_bytes": source_zip,
+                   "total_bytes": size + model_bytes + source_zip},
+    }
+    if n != ENWIK8_BYTES and n:
+        extra["hutter"]["projected_enwik8_total_bytes"] = round(8 * size / n * ENWIK8_BYTES / 8) + model_bytes + source_zip
+        extra["hutter"]["projected_from_bytes"] = n
+    return _row("shazip", f"{loaded.name} int8, {lanes} lanes", f"shazip {_version()}", n, arc, c, d,
+                _same(src, back), **extra)
+
+
+def package_source_zip() -> bytes:
+    """The shazip package's source (Python files and the native step's C++), zipped
+    deterministically: the code part of the decompressor's size. Bundled models are counted
+    apart, as the model file."""
+    root = Path(__file__).parent
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for p in sorted(root.glob("*.py")) + sorted(root.glob("*.cpp")):
+            info = zipfile.ZipInfo(f"shazip/{p.name}", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, p.read_bytes(), compresslevel=9)
+    return out.getvalue()
+
+
+def _version() -> str:
+    from . import __version__
+    return __version__
+
+
+def machine() -> dict:
+    import torch
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"platform": platform.platform(), "cpu": cpu, "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "torch": torch.__version__, "shazip": _version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def select_input(data: Path, split: str, limit: int | None, work: Path) -> tuple[Path, int]:
+    """The bytes to benchmark: the split of enwik8 (only for a 10**8-byte file), then the first
+    `limit` bytes; copied into `work` unless it is the whole file."""
+    if not data.is_file():
+        raise UsageError(f"no such file: '{data}'")
+    size = data.stat().st_size
+    start, end = SPLITS[split]
+    if split != "all" and size != ENWIK8_BYTES:
+        raise UsageError(f"--split {split} needs the whole enwik8 ({ENWIK8_BYTES} bytes); '{data}' has {size}")
+    end = size if end is None else end
+    if limit is not None:
+        if limit < 1:
+            raise UsageError("--limit must be at least 1")
+        end = min(end, start + limit)
+    if start == 0 and end == size:
+        return data, size
+    part = work / "input"
+    with open(data, "rb") as f, open(part, "wb") as g:
+        f.seek(start)
+        left = end - start
+        while left:
+            chunk = f.read(min(left, 1 << 20))
+            g.write(chunk)
+            left -= len(chunk)
+    return part, end - start
+
+
+def markdown(result: dict) -> str:
+    rows = result["rows"]
+    xz = next((r for r in rows if r["compressor"] == "xz"), None)
+    lines = [f"Input: {result['input']['path']} ({result['input']['split']}, {result['input']['bytes']:,} bytes); "
+             f"{result['machine']['cpu']}, {result['machine']['cpu_count']} CPUs, torch {result['machine']['torch']}",
+             "",
+             "| compressor | level | bytes | bits/byte | vs xz | compress KB/s | decompress KB/s | peak RSS MB (c/d) | round trip | implementation |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for r in rows:
+        vs = f"{100 * (r['archive_bytes'] / xz['archive_bytes'] - 1):+.1f} %" if xz else "-"
+        lines.append(f"| {r['compressor']} | {r['level']} | {r['archive_bytes']:,} | {r['bits_per_byte']:.4f} | {vs} | "
+                     f"{r['compress_KBps']:.1f} | {r['decompress_KBps']:.1f} | "
+                     f"{r['compress_peak_rss_mb']:.0f} / {r['decompress_peak_rss_mb']:.0f} | "
+                     f"{'yes' if r['round_trip'] else 'NO'} | {r['implementation']} |")
+    for r in rows:
+        if r["compressor"] != "shazip":
+            continue
+        e, h = r["extra"], r["extra"]["hutter"]
+        lines += ["", f"shazip model `{e['model']}` ({e['model_id'][:16]}…), {e['engine']} engine, {e['lanes']} lanes, "
+                      f"{e['threads']} threads: model cross-entropy {e['model_bits_per_byte']} bits/byte, archive "
+                      f"{r['bits_per_byte']} bits/byte; "
+                      + (f"model-coded payload {e['coder_overhead_pct']} % above its cross-entropy, "
+                         if e["coder_overhead_pct"] is not None else "no block kept model-coded, ")
+                      + f"container {e['container_bytes']} bytes; blocks {e['blocks']}.",
+                  "", "| Hutter-style total | bytes |", "|---|---:|",
+                  f"| archive | {h['archive_bytes']:,} |", f"| model file | {h['model_file_bytes']:,} |",
+                  f"| shazip source (zip) | {h['source_zip_bytes']:,} |", f"| **total** | **{h['total_bytes']:,}** |"]
+        if "projected_enwik8_total_bytes" in h:
+            lines.append(f"| enwik8 total, projected from {h['projected_from_bytes']:,} bytes | "
+                         f"{h['projected_enwik8_total_bytes']:,} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict, path: Path) -> bool:
+    """bits/byte against compress speed (log x), one point per compressor and level."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for r in result["rows"]:
+        ax.scatter(r["compress_KBps"], r["bits_per_byte"], color="C3" if r["compressor"] == "shazip" else "C0")
+        ax.annotate(f"{r['compressor']} {r['level']}", (r["compress_KBps"], r["bits_per_byte"]),
+                    textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("compress speed, KB/s (log)")
+    ax.set_ylabel("bits/byte (lower is better)")
+    ax.set_title(f"{Path(result['input']['path']).name}: {result['input']['bytes']:,} bytes", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def bench(data: Path, out: Path, model: str = "default", split: str = "all", limit: int | None = None,
+          lanes: int = 64, threads: int = 1, baselines: bool = True, log=print) -> dict:
+    """Runs the benchmark; writes out/bench.json, bench.md and (with matplotlib) bench.png."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="shazip-bench-") as tmp:
+        work = Path(tmp)
+        src, n = select_input(data, split, limit, work)
+        rows = []
+        log(f"shazip ({n:,} bytes)...")
+        rows.append(run_shazip(src, work, n, model, lanes, threads))
+        for b in BASELINES if baselines else []:
+            log(f"{b.name} {b.level}...")
+            rows.append(run_baseline(b, src, work, n))
+    result = {"input": {"path": str(data), "split": split, "limit": limit, "bytes": n}, "machine": machine(),
+              "rows": [asdict(r) for r in rows]}
+    result["plot"] = str(out / "bench.png") if plot(result, out / "bench.png") else None
+    (out / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "bench.md").write_text(markdown(result))
+    return result
+
+
+def fetch_enwik8(dest_dir: Path, url: str = ENWIK8_URL, sha256: str = ENWIK8_SHA256) -> Path:
+    """Downloads the official enwik8 zip, unpacks enwik8 and keeps it only if its sha256 matches.
+    An explicit user command: nothing else in shazip touches the network."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / "enwik8"
+    if dest.exists():
+        raise UsageError(f"'{dest}' already exists")
+    with tempfile.TemporaryDirectory(dir=dest_dir, prefix=".enwik8-") as tmp:
+        zpath = Path(tmp) / "enwik8.zip"
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r, open(zpath, "wb") as f:
+                shutil.copyfileobj(r, f, 1 << 20)
+        except OSError as e:
+            raise ShazipError(f"cannot download {url}: {e}") from None
+        try:
+            with zipfile.ZipFile(zpath) as z:
+                if "enwik8" not in z.namelist():
+                    raise ShazipError(f"{url} does not contain enwik8")
+                part = Path(tmp) / "enwik8"
+                h = hashlib.sha256()
+                with z.open("enwik8") as fin, open(part, "wb") as fout:
+                    while chunk := fin.read(1 << 20):
+                        h.update(chunk)
+                        fout.write(chunk)
+        except zipfile.BadZipFile:
+            raise ShazipError(f"{url} is not a zip file") from None
+        if h.hexdigest() != sha256:
+            raise ShazipError(f"enwik8 from {url} has sha256 {h.hexdigest()}, expected {sha256}: refused")
+        os.replace(part, dest)
+    return dest
+
+
+def _worker(argv: list[str]) -> None:
+    """Processes the benchmark measures: `_shazip SRC ARCHIVE STATS MODEL LANES THREADS` and
+    `_py KIND c|d SRC DST`."""
+    if argv[0] == "_shazip":
+        from .api import compress_stream
+        from .codec import CodingStats
+        src, arc, stats_path, model, lanes, threads = argv[1:]
+        stats = CodingStats()
+        with open(src, "rb") as f, open(arc, "wb") as g:
+            compress_stream(f, g, model, lanes=int(lanes), threads=int(threads), stats=stats)
+        Path(stats_path).write_text(json.dumps({k: getattr(stats, k) for k in (
+            "model_bits", "model_bytes", "chosen_bits", "chosen_payload", "payload")} | {"methods": dict(stats.methods)}))
+    elif argv[0] == "_py":
+        kind, mode, src, dst = argv[1:]
+        comp, decomp = _py_codec(kind)
+        Path(dst).write_bytes((comp if mode == "c" else decomp)(Path(src).read_bytes()))
+    else:
+        raise SystemExit(f"unknown worker command {argv[0]}")
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1:])

@@ -1,0 +1,118 @@
+"""`shazip bench` end to end on a small real input, its pieces, and `fetch-enwik8`'s checks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from shazip import bench
+from shazip.errors import ShazipError, UsageError
+
+TRAINED = Path(__file__).parent / "data" / "tiny-trained.safetensors"
+ROW_KEYS = {"compressor", "level", "implementation", "original_bytes", "archive_bytes", "bits_per_byte",
+            "compress_KBps", "decompress_KBps", "compress_peak_rss_mb", "decompress_peak_rss_mb", "round_trip"}
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory, text):
+    """The real command, in its own process, on 6,000 bytes of the fixture, with a --limit."""
+    d = tmp_path_factory.mktemp("bench")
+    (d / "in.xml").write_bytes(text)
+    p = subprocess.run([sys.executable, "-m", "shazip", "bench", "--data", str(d / "in.xml"), "--limit", "6000",
+                        "--model", str(TRAINED), "--lanes", "4", "--out", str(d / "out")],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    return d / "out", json.loads((d / "out" / "bench.json").read_text()), p.stdout
+
+
+def test_bench_writes_every_column_for_every_compressor(result, text):
+    out, r, stdout = result
+    assert r["input"]["bytes"] == 6000
+    names = [(row["compressor"], row["level"]) for row in r["rows"]]
+    assert names[0][0] == "shazip" and [n for n in names[1:]] == [(b.name, b.level) for b in bench.BASELINES]
+    for row in r["rows"]:
+        assert ROW_KEYS <= set(row), row["compressor"]
+        assert row["original_bytes"] == 6000 and row["round_trip"] is True
+        assert row["bits_per_byte"] == round(8 * row["archive_bytes"] / 6000, 4)
+        assert row["compress_KBps"] > 0 and row["decompress_KBps"] > 0 and row["compress_peak_rss_mb"] > 0
+    assert {"cpu", "cpu_count", "torch", "shazip", "python"} <= set(r["machine"])
+    assert (out / "bench.md").read_text() == stdout
+    assert "| **total** |" in stdout and "projected" in stdout
+
+
+def test_bench_shazip_row_totals_add_up(result):
+    _, r, _ = result
+    row = r["rows"][0]
+    e, h = row["extra"], row["extra"]["hutter"]
+    assert h["archive_bytes"] == row["archive_bytes"]
+    assert h["model_file_bytes"] == TRAINED.stat().st_size
+    assert h["source_zip_bytes"] == len(bench.package_source_zip())
+    assert h["total_bytes"] == h["archive_bytes"] + h["model_file_bytes"] + h["source_zip_bytes"]
+    projected = round(row["archive_bytes"] / 6000 * bench.ENWIK8_BYTES)
+    assert h["projected_enwik8_total_bytes"] == projected + h["model_file_bytes"] + h["source_zip_bytes"]
+    assert h["projected_from_bytes"] == 6000
+    assert e["model_id"] == hashlib.sha256(TRAINED.read_bytes()).hexdigest()
+    assert 0 < e["model_bits_per_byte"] < 8
+    assert sum(e["blocks"].values()) == 1 and e["container_bytes"] > 0
+
+
+def test_python_fallbacks_round_trip(tmp_path, text, monkeypatch):
+    """Without the system tools, the same formats run through Python (each in its own process)."""
+    monkeypatch.setattr(bench.shutil, "which", lambda _: None)
+    src = tmp_path / "in"
+    src.write_bytes(text[:3000])
+    for b in bench.BASELINES:
+        row = bench.run_baseline(b, src, tmp_path, 3000)
+        assert row.round_trip and row.implementation == f"python {b.python}"
+        assert 0 < row.archive_bytes < 3000
+
+
+def test_select_input_splits_and_limits(tmp_path):
+    f = tmp_path / "small"
+    f.write_bytes(b"abcdef" * 10)
+    assert bench.select_input(f, "all", None, tmp_path) == (f, 60)
+    part, n = bench.select_input(f, "all", 7, tmp_path)
+    assert n == 7 and part.read_bytes() == b"abcdefa"
+    with pytest.raises(UsageError, match="needs the whole enwik8"):
+        bench.select_input(f, "test", None, tmp_path)
+    with pytest.raises(UsageError, match="no such file"):
+        bench.select_input(tmp_path / "missing", "all", None, tmp_path)
+
+
+def _zip_with(tmp_path: Path, name: str, content: bytes) -> str:
+    z = tmp_path / "enwik8.zip"
+    with zipfile.ZipFile(z, "w") as f:
+        f.writestr(name, content)
+    return z.as_uri()
+
+
+def test_fetch_enwik8_refuses_a_wrong_checksum_and_leaves_nothing(tmp_path):
+    url = _zip_with(tmp_path, "enwik8", b"not enwik8")
+    dest = tmp_path / "d"
+    with pytest.raises(ShazipError, match="refused"):
+        bench.fetch_enwik8(dest, url)
+    assert list(dest.iterdir()) == []
+
+
+def test_fetch_enwik8_keeps_a_verified_file(tmp_path):
+    content = b"pretend this is enwik8"
+    url = _zip_with(tmp_path, "enwik8", content)
+    path = bench.fetch_enwik8(tmp_path / "d", url, sha256=hashlib.sha256(content).hexdigest())
+    assert path.read_bytes() == content and sorted(p.name for p in path.parent.iterdir()) == ["enwik8"]
+
+
+def test_fetch_enwik8_errors(tmp_path):
+    with pytest.raises(ShazipError, match="does not contain enwik8"):
+        bench.fetch_enwik8(tmp_path / "a", _zip_with(tmp_path, "other", b"x"))
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"this is no zip")
+    with pytest.raises(ShazipError, match="not a zip"):
+        bench.fetch_enwik8(tmp_path / "b", bad.as_uri())
+    with pytest.raises(ShazipError, match="cannot download"):
+        bench.fetch_enwik8(tmp_path / "c", (tmp_path / "nothing.zip").as_uri())
