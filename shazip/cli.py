@@ -254,18 +254,43 @@ def info(file: str, as_json: bool) -> None:
 @main.command()
 @click.option("--add", "add", type=click.Path(dir_okay=False), help="Bundle this model file.")
 @click.option("--name", default=None, help="Name for --add (default: the name stored in the file).")
-def models(add: str | None, name: str | None) -> None:
+@click.option("--bench", "bench_json", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --add: a bench.json of this model whose figures are recorded.")
+def models(add: str | None, name: str | None, bench_json: Path | None) -> None:
     """List the bundled models (or bundle one with --add)."""
     if add:
-        _run(lambda: click.echo("bundled {name}: {sha256}".format(**bundle_model(add, name))))
+        def body() -> None:
+            try:
+                result = json.loads(bench_json.read_text()) if bench_json else None
+            except (OSError, ValueError) as e:
+                raise UsageError(f"cannot read {bench_json}: {e}") from None
+            click.echo("bundled {name}: {sha256}".format(**bundle_model(add, name, result)))
+        _run(body)
         return
+    if bench_json:
+        raise click.UsageError("--bench goes with --add")
     idx = bundled_index()
     if not idx:
         click.echo("no bundled models")
     for name, e in idx.items():
-        figs = " ".join(f"{k}={v}" for k, v in e.get("figures", {}).items())
-        click.echo(f"{name}: {e['file']} {e.get('bytes', 0) / 1e6:.1f} MB, {e.get('params', 0) / 1e6:.2f}M params, "
-                   f"id {e['sha256']} {figs}")
+        click.echo("\n".join(_describe_model(name, e)))
+
+
+def _describe_model(name: str, e: dict) -> list[str]:
+    f = dict(e.get("figures", {}))
+    b = f.pop("bench", None)
+    lines = [f"{name}: {e['file']}, {e.get('bytes', 0) / 1e6:.1f} MB, {e.get('params', 0) / 1e6:.2f}M params "
+             f"({f.pop('config_name', '?')}), id {e['sha256']}"]
+    if "bytes_seen" in f:
+        lines.append(f"  trained on {f.pop('bytes_seen') / 1e6:.1f} MB in {f.pop('steps', '?')} steps, "
+                     f"valid {f.pop('valid_bpc', '?')} bits/byte; "
+                     + ", ".join(f"{k}={v}" for k, v in f.items() if k != "params"))
+    if b:
+        xz = f", xz -9e {b['xz_bits_per_byte']}" if "xz_bits_per_byte" in b else ""
+        lines.append(f"  {b['input']} ({b['input_bytes']:,} bytes): {b['bits_per_byte']} bits/byte achieved "
+                     f"(model {b['model_bits_per_byte']}){xz}; compress {b['compress_KBps']} KB/s, decompress "
+                     f"{b['decompress_KBps']} KB/s ({b['threads']} threads, {b['lanes']} lanes, {b['cpu']}, {b['date'][:10]})")
+    return lines
 
 
 @main.command()

@@ -95,24 +95,44 @@ def bundled_index() -> dict[str, dict]:
     return json.loads(idx.read_text()) if idx.exists() else {}
 
 
-def bundle_model(src: str | Path, name: str | None = None) -> dict:
+def bundle_model(src: str | Path, name: str | None = None, bench: dict | None = None) -> dict:
     """Copies a model file into the package's bundled models and records its sha256 (used to
-    ship `default`; works on an editable or user-writable install)."""
+    ship `default`; works on an editable or user-writable install). `bench`: a `shazip bench`
+    result for this very file, whose headline figures are recorded beside the trainer's."""
     path = Path(src)
     if not path.is_file():
         raise ModelError(f"model not found: '{src}'")
     blob = path.read_bytes()  # read once: the recorded sha256 is that of the weights checked here
     loaded = model_from_bytes(blob, str(path), path)
     name = name or loaded.name
+    figures = dict(loaded.info)
+    if bench is not None:
+        figures["bench"] = bench_figures(bench, hashlib.sha256(blob).hexdigest())
     if not name.replace("-", "").replace("_", "").isalnum():
         raise ModelError(f"model name '{name}' must be letters, digits, '-' or '_'")
     BUNDLED_DIR.mkdir(exist_ok=True)
     _write_atomic(BUNDLED_DIR / f"{name}.safetensors", blob)
     idx = bundled_index()
     idx[name] = {"name": name, "file": f"{name}.safetensors", "sha256": hashlib.sha256(blob).hexdigest(),
-                 "bytes": len(blob), "params": loaded.model.num_params(), "figures": loaded.info}
+                 "bytes": len(blob), "params": loaded.model.num_params(), "figures": figures}
     _write_atomic(BUNDLED_DIR / "index.json", (json.dumps(idx, indent=2, sort_keys=True) + "\n").encode())
     return idx[name]
+
+
+def bench_figures(result: dict, sha256: str) -> dict:
+    """The headline of a `shazip bench` result (bench.json) for the model with this sha256."""
+    rows = {r["compressor"]: r for r in result.get("rows", [])}
+    row = rows.get("shazip")
+    if row is None or row["extra"]["model_id"] != sha256:
+        raise ModelError("the benchmark result is not of this model file (its model id differs)")
+    out = {"input": Path(result["input"]["path"]).name, "input_bytes": result["input"]["bytes"],
+           "bits_per_byte": row["bits_per_byte"], "model_bits_per_byte": row["extra"]["model_bits_per_byte"],
+           "compress_KBps": row["compress_KBps"], "decompress_KBps": row["decompress_KBps"],
+           "threads": row["extra"]["threads"], "lanes": row["extra"]["lanes"], "round_trip": row["round_trip"],
+           "cpu": result["machine"]["cpu"], "date": result["machine"]["date"]}
+    if "xz" in rows:
+        out["xz_bits_per_byte"] = rows["xz"]["bits_per_byte"]
+    return out
 
 
 def load_model(spec: str | os.PathLike = "default") -> LoadedModel:

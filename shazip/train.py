@@ -58,6 +58,7 @@ class TrainArgs:
     valid_bytes: int = 2_000_000
     steps: int | None = None
     qat_steps: int = 0
+    cooldown: int = 0
     minutes: float | None = None
     checkpoint_minutes: float = 5.0
     eval_every: int = 500
@@ -106,7 +107,13 @@ def _resolved(paths) -> list[str]:
 
 
 def lr_at(args: TrainArgs, step: int) -> float:
-    return args.lr * min(1.0, (step + 1) / max(1, args.warmup))
+    """Linear warm-up, then constant; with --cooldown K, linear decay over the last K of
+    --steps (to lr / K at the last step). A constant-rate run can be continued at will and
+    finished by a cooldown branch from any checkpoint."""
+    lr = args.lr * min(1.0, (step + 1) / max(1, args.warmup))
+    if args.cooldown and args.steps is not None:
+        lr *= min(1.0, (args.steps - step) / args.cooldown)
+    return lr
 
 
 def atomic_save(obj, path: Path) -> None:
@@ -169,6 +176,10 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         raise UsageError("--qat-steps needs --steps (QAT is the last N of them)")
     if args.qat_steps < 0:
         raise UsageError("--qat-steps must be >= 0")
+    if args.cooldown and args.steps is None:
+        raise UsageError("--cooldown needs --steps (the rate decays over the last N of them)")
+    if args.cooldown < 0:
+        raise UsageError("--cooldown must be >= 0")
     if args.valid_bytes < args.bptt + 1:
         raise UsageError(f"--valid-bytes must be at least one segment ({args.bptt + 1} bytes)")
     corpus = Corpus(list(args.corpus))
@@ -301,7 +312,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         export.collapse_vs()  # params as shipped: the value gate is a constant
         info = {"params": export.num_params(), "bytes_seen": bytes_seen, "steps": step,
                 "valid_bpc": final["valid_bpc"], "config_name": args.config,
-                "qat_steps": args.qat_steps if model.qat else 0}
+                "qat_steps": args.qat_steps if model.qat else 0,
+                "cooldown_steps": args.cooldown if args.steps is not None and step >= args.steps else 0}
         digest = save_model(export, out / f"{name}.safetensors", name, info)
         final["model_id"] = digest
         print(f"exported {out / f'{name}.safetensors'} sha256 {digest}", file=sys.stderr)
@@ -329,6 +341,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
 @click.option("--steps", type=int, default=None, help="Stop after this many steps in total.")
 @click.option("--qat-steps", default=0, show_default=True,
               help="Quantization-aware training for the last N of --steps (int8-ready export).")
+@click.option("--cooldown", default=0, show_default=True,
+              help="Decay the learning rate linearly over the last N of --steps.")
 @click.option("--minutes", type=float, default=None, help="Stop after this much wall time (this run).")
 @click.option("--checkpoint-minutes", default=5.0, show_default=True)
 @click.option("--eval-every", default=500, show_default=True, help="Validation every N steps.")

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from shazip import bench
-from shazip.errors import ShazipError, UsageError
+from click.testing import CliRunner
+
+from shazip import bench, models
+from shazip.cli import main
+from shazip.errors import ModelError, ShazipError, UsageError
 
 TRAINED = Path(__file__).parent / "data" / "tiny-trained.safetensors"
 ROW_KEYS = {"compressor", "level", "implementation", "original_bytes", "archive_bytes", "bits_per_byte",
@@ -60,6 +63,26 @@ def test_bench_shazip_row_totals_add_up(result):
     assert e["model_id"] == hashlib.sha256(TRAINED.read_bytes()).hexdigest()
     assert 0 < e["model_bits_per_byte"] < 8
     assert sum(e["blocks"].values()) == 1 and e["container_bytes"] > 0
+
+
+def test_bundling_records_the_bench_figures(result, tmp_path, monkeypatch, random_model_path):
+    """`shazip models --add FILE --bench bench.json` keeps the headline figures, and only for
+    the file that was measured."""
+    out, r, _ = result
+    monkeypatch.setattr(models, "BUNDLED_DIR", tmp_path / "bundled")
+    cli = CliRunner()
+    res = cli.invoke(main, ["models", "--add", str(TRAINED), "--name", "t", "--bench", str(out / "bench.json")])
+    assert res.exit_code == 0, res.output
+    figs = models.bundled_index()["t"]["figures"]["bench"]
+    row = r["rows"][0]
+    assert (figs["bits_per_byte"], figs["compress_KBps"], figs["input_bytes"]) == \
+        (row["bits_per_byte"], row["compress_KBps"], 6000)
+    assert figs["xz_bits_per_byte"] == next(x["bits_per_byte"] for x in r["rows"] if x["compressor"] == "xz")
+    listing = cli.invoke(main, ["models"]).output
+    assert f"{row['bits_per_byte']} bits/byte achieved" in listing and "t: t.safetensors" in listing
+    with pytest.raises(ModelError, match="not of this model file"):
+        models.bundle_model(random_model_path, "other", r)
+    assert "other" not in models.bundled_index()
 
 
 def test_python_fallbacks_round_trip(tmp_path, text, monkeypatch):

@@ -33,7 +33,7 @@ from shazip import quant
 from shazip.cli import main
 from shazip.container import ArchiveReader, Method
 from shazip.models import load_model
-from shazip.train import TrainArgs, train
+from shazip.train import TrainArgs, lr_at, train
 
 from int_tables import lanes_of, run
 
@@ -421,6 +421,25 @@ def test_qat_phase_ends_the_run_and_resumes_exactly(tmp_path, text):
                                  loaded.model.init_state(4))
     bits_fq = float(torch.nn.functional.cross_entropy(logits.reshape(-1, 256), grid.reshape(-1))) / math.log(2)
     assert abs(bits_int - bits_fq) < 0.02
+
+
+def test_cooldown_decays_the_rate_over_the_last_steps(tmp_path):
+    """--cooldown K: constant rate, then linear decay over the last K of --steps (logged, and
+    recorded in the export)."""
+    out = tmp_path / "c" / "m"
+    train(targs(out, steps=30, batch=4, bptt=16, lr=1e-3, warmup=5, log_every=5, cooldown=10))
+    lrs = {r["step"]: r["lr"] for r in metrics(out) if not r.get("final")}
+    assert lrs[10] == lrs[20] == pytest.approx(1e-3)
+    assert [lrs[25], lrs[30]] == pytest.approx([1e-3 * 6 / 10, 1e-3 * 1 / 10])
+    assert load_model(out / "m.safetensors").info["cooldown_steps"] == 10
+    a = TrainArgs(corpus=(), out="", lr=1.0, warmup=1, steps=100, cooldown=40)
+    assert [lr_at(a, s) for s in (0, 59, 60, 80, 99)] == pytest.approx([1.0, 1.0, 1.0, 0.5, 1 / 40])
+
+
+def test_error_cooldown_without_steps(tmp_path):
+    r = cli("train", FIXTURE, "--config", "tiny", "--out", tmp_path / "o", "--valid-bytes", VALID,
+            "--minutes", 1, "--cooldown", 5, "--threads", 1)
+    assert_fails(r, "--cooldown needs --steps")
 
 
 def test_error_qat_steps_without_steps(tmp_path):
