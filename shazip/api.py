@@ -10,6 +10,7 @@ Every failure is a `shazip.ShazipError` with a one-line message.
 from __future__ import annotations
 
 import io
+import os
 from contextlib import contextmanager
 from typing import BinaryIO, Callable, Iterator
 
@@ -114,6 +115,9 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
         if kind is None or kind.engine_version != h.engine_version:
             raise UnsupportedVersion(f"archive needs engine {h.engine} version {h.engine_version}, "
                                      f"which this shazip does not have")
+        if kind is FloatEngine and h.threads > (os.cpu_count() or 1):  # also: a forged count cannot oversubscribe
+            raise UsageError(f"this float32 archive decodes exactly only with the {h.threads} threads that made it; "
+                             f"this machine has {os.cpu_count()} CPUs")
         found = find_model(h.model_name, h.model_id) if model is None else _resolve(model)
         if found.model_id != h.model_id:
             raise ModelError(f"wrong model: the archive needs '{h.model_name}' (id {h.model_id.hex()[:16]}), "

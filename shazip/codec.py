@@ -172,14 +172,20 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, prog
                  stats: CodingStats | None = None) -> tuple[Method, int, bytes]:
     """The smallest of the allowed methods (model-coded, zstd, raw; ties go to the cheaper
     decode). Unless the model is the only choice, data whose byte histogram is already near
-    8 bits/byte (compressed or random) skips the model: it cannot win and would cost time.
+    8 bits/byte (compressed or random) skips the model: it cannot win and would cost time;
+    such data also skips zstd's slow level when its fast level finds nothing.
     `get_engine` is called only if the model is tried."""
     candidates = []
+    dense = order0_entropy(data) >= 7.5
     if Method.RAW in methods:
         candidates.append((Method.RAW, 1, data))
     if Method.ZSTD in methods:
-        candidates.append((Method.ZSTD, 1, zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)))
-    if Method.MODEL in methods and (methods == {Method.MODEL} or order0_entropy(data) < 7.5):
+        quick = zstandard.ZstdCompressor(level=1).compress(data)
+        # Dense data that zstd's fastest level cannot shrink by 1 % is left to it: level 19
+        # runs at ~5 MB/s and would not do better on such data.
+        level = 1 if dense and len(quick) > 0.99 * len(data) else ZSTD_LEVEL
+        candidates.append((Method.ZSTD, 1, quick if level == 1 else zstandard.ZstdCompressor(level=level).compress(data)))
+    if Method.MODEL in methods and (methods == {Method.MODEL} or not dense):
         k = effective_lanes(len(data), lanes)
         candidates.append((Method.MODEL, k, model_encode(get_engine(), data, k, progress, stats)))
     elif progress is not None:

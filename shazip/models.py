@@ -79,6 +79,14 @@ def model_from_bytes(blob: bytes, where: str, path: Path | None = None) -> Loade
         cfg = Config.from_dict(json.loads(meta["config"]))
         info = json.loads(meta.get("info", "{}"))
         tensors = st_load(blob)
+        with torch.device("meta"):  # shapes only: a hostile config cannot make us allocate
+            expected = {k: tuple(v.shape) for k, v in SHARNN(cfg).state_dict().items()}
+        got = {k: tuple(v.shape) for k, v in tensors.items()}
+        if got != expected:
+            wrong = sorted(set(got) ^ set(expected)) or [k for k in expected if got[k] != expected[k]]
+            raise ModelError(f"{where}: invalid model file (tensors do not match its config: {wrong[0]})")
+        if not all(bool(torch.isfinite(v).all()) for v in tensors.values()):
+            raise ModelError(f"{where}: invalid model file (weights that are not finite numbers)")
         model = SHARNN(cfg)
         model.load_state_dict(tensors, strict=True)
     except ModelError:

@@ -25,6 +25,12 @@ def text() -> bytes:
 
 
 @pytest.fixture(scope="session")
+def trained():
+    """The `tiny` preset trained on the fixture (tests/data/README.md): peaked, realistic rows."""
+    return load_model(DATA / "tiny-trained.safetensors")
+
+
+@pytest.fixture(scope="session")
 def random_model_path(tmp_path_factory) -> Path:
     """A tiny model with random weights (gates randomized too, so every path is exercised)."""
     torch.manual_seed(7)

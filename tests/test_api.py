@@ -158,3 +158,18 @@ def test_lanes_beyond_what_the_encoder_makes_are_refused(random_model, text):
     blob[pos + 20 : pos + 24] = struct.pack("<I", zlib.crc32(bytes(blob[pos : pos + 20])))
     with pytest.raises(CorruptArchive, match="block 0: 900 lanes"):
         shazip.decompress(bytes(blob), model=random_model)
+
+
+def test_float_archive_needing_more_threads_than_cpus_is_refused(random_model, text):
+    """The float32 engine replays the encoder's thread count; a count beyond this machine's
+    CPUs (real, or forged with the crc resealed) is refused, not run oversubscribed."""
+    import struct
+    import zlib
+    blob = bytearray(shazip.compress(text[:1500], model=random_model, engine="float32",
+                                     methods=frozenset({Method.MODEL})))
+    assert shazip.decompress(bytes(blob), model=random_model) == text[:1500]
+    end = 41 + blob[40] + 6
+    blob[7] = min(255, (os.cpu_count() or 1) + 1)
+    struct.pack_into("<I", blob, end, zlib.crc32(bytes(blob[:end])))
+    with pytest.raises(ShazipError, match="decodes exactly only with the"):
+        shazip.decompress(bytes(blob), model=random_model)

@@ -570,21 +570,66 @@ def test_output_onto_the_input_is_refused(tmp_path, random_model_path):
     assert src.read_bytes() == b"hello world\n" and sorted(p.name for p in tmp_path.iterdir()) == ["a"]
 
 
+@pytest.fixture(scope="module")
+def slow_archive(random_model, text) -> bytes:
+    """Model-coded with one lane: slow enough to decode that a signal catches it mid-way."""
+    return api_compress(text * 2, model=random_model, block_size=20000, lanes=1, methods=frozenset({Method.MODEL}))
+
+
+@pytest.mark.parametrize("command", ["compress", "decompress"])
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_interrupt_leaves_no_output(tmp_path, random_model_path, text, sig, code):
-    """A real process interrupted mid-compression: exit 130/143, no output or temp file, input intact."""
-    src = tmp_path / "big.txt"
-    src.write_bytes(text * 4)
-    p = subprocess.Popen([sys.executable, "-m", "shazip", "compress", str(src), "--model", str(random_model_path),
-                          "--block-size", "20000", "-q"], stderr=subprocess.PIPE)
+def test_interrupt_leaves_no_output(tmp_path, slow_archive, random_model_path, text, sig, code, command):
+    """A real process interrupted mid-way: exit 130/143, no output or temp file, input intact."""
+    if command == "compress":
+        src = write(tmp_path, "big.txt", text * 4)
+    else:
+        src = write(tmp_path, "big.txt.shz", slow_archive)
+    before = src.read_bytes()
+    p = subprocess.Popen([sys.executable, "-m", "shazip", command, str(src), "--model", str(random_model_path),
+                          "-q"] + (["--block-size", "20000"] if command == "compress" else []), stderr=subprocess.PIPE)
     deadline = time.time() + 60
     while not any(f.name.endswith(".tmp") for f in tmp_path.iterdir()):  # wait until it is writing
-        assert p.poll() is None and time.time() < deadline, "compress ended before it could be interrupted"
+        assert p.poll() is None and time.time() < deadline, f"{command} ended before it could be interrupted"
         time.sleep(0.05)
     time.sleep(0.3)
     p.send_signal(sig)
     _, err = p.communicate(timeout=60)
     assert p.returncode == code, err
     assert b"Traceback" not in err
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["big.txt"]
-    assert src.read_bytes() == text * 4
+    assert sorted(f.name for f in tmp_path.iterdir()) == [src.name]
+    assert src.read_bytes() == before
+
+
+def test_two_processes_at_once(tmp_path, random_model_path, text):
+    """Two `shazip compress` processes on different files at the same time (sharing the
+    native-engine cache and the model file): both archives are correct."""
+    a = write(tmp_path, "a.txt", text[:30000])
+    b = write(tmp_path, "b.txt", text[30000:] + os.urandom(5000))
+    procs = [subprocess.Popen([sys.executable, "-m", "shazip", "compress", str(f), "--model", str(random_model_path),
+                               "--block-size", "8000", "-q"], stderr=subprocess.PIPE) for f in (a, b)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    for f in (a, b):
+        assert_ok(run("decompress", f"{f}.shz", "-o", f"{f}.back", "--model", random_model_path))
+        assert Path(f"{f}.back").read_bytes() == f.read_bytes()
+
+
+def test_memory_does_not_grow_with_the_input(tmp_path, random_model_path, text):
+    """compress and decompress stream block by block through pipes: 64 MiB in costs no more
+    peak memory than 4 MiB in (each process's own peak RSS, from wait4)."""
+    from shazip.bench import _measure
+    rng, peaks = random.Random(3), {}
+    for mib in (4, 64):
+        src = tmp_path / f"in{mib}"
+        with open(src, "wb") as f:
+            f.write(text)
+            for _ in range(mib):
+                f.write(rng.randbytes(1 << 20))
+        shz = [sys.executable, "-m", "shazip"]
+        arc, back = tmp_path / f"a{mib}", tmp_path / f"b{mib}"
+        c = _measure(shz + ["compress", "-", "-c", "-q", "--model", str(random_model_path)], src, arc)
+        d = _measure(shz + ["decompress", "-", "-c", "-q", "--model", str(random_model_path)], arc, back)
+        assert back.read_bytes() == src.read_bytes()
+        peaks[mib] = (c.peak_rss_mb, d.peak_rss_mb)
+    assert peaks[64][0] - peaks[4][0] < 30 and peaks[64][1] - peaks[4][1] < 30, peaks

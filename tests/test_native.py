@@ -22,11 +22,10 @@ from int_tables import lanes_of, run, run_with_threads
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.fixture(scope="module")
-def trained():
+@pytest.fixture(autouse=True)
+def needs_native():
     if native.load() is None:
         pytest.skip(f"native engine not built here: {native.error()}")
-    return load_model(DATA / "tiny-trained.safetensors")
 
 
 @pytest.mark.parametrize("lanes", [1, 5, 33])

@@ -32,11 +32,6 @@ MODEL_ONLY = frozenset({Method.MODEL})
 
 
 @pytest.fixture(scope="module")
-def trained():
-    return load_model(DATA / "tiny-trained.safetensors")
-
-
-@pytest.fixture(scope="module")
 def int_model(trained):
     return quant.IntModel(trained.model)
 

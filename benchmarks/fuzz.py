@@ -1,0 +1,84 @@
+"""Fuzz the decoder with damaged real archives; print what became of every case.
+
+    python benchmarks/fuzz.py --cases 10000
+
+Two archives of the committed fixture text plus random bytes, with model-coded, raw and zstd
+blocks (the committed `tiny-trained` model; small blocks so there are several), damaged by the
+mutations of tests/mutations.py: bit flips, truncation in every region, inserted and deleted
+bytes, header/block/trailer field edits with their crc resealed, payload bytes, blocks swapped,
+dropped or repeated. Each case must end in a clean ShazipError ("refused") or the exact
+original ("intact"); anything else is counted as a failure and printed, and the exit code is 1.
+Also prints the slowest case and the process's peak RSS."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import random
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import shazip  # noqa: E402
+from shazip.container import Method  # noqa: E402
+from shazip.errors import ShazipError  # noqa: E402
+from shazip.models import load_model  # noqa: E402
+
+from mutations import mutate  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    model = load_model(ROOT / "tests" / "data" / "tiny-trained.safetensors")
+    text = (ROOT / "tests" / "data" / "wiki.xml").read_bytes()
+    data = text[:2000] + random.Random(1).randbytes(600) + text[2000:3000]
+    archives = [shazip.compress(data, model=model, block_size=900, lanes=3, methods=m)
+                for m in (frozenset({Method.MODEL, Method.RAW}), frozenset(Method))]
+    rng = random.Random(args.seed)
+    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    failures, slowest = [], (0.0, "")
+    t0 = time.perf_counter()
+    for case in range(args.cases):
+        name, bad = mutate(archives[case % 2], rng)
+        t = time.perf_counter()
+        try:
+            out = shazip.decompress(bad, model=model)
+            outcome = "intact" if out == data else "WRONG OUTPUT"
+        except ShazipError:
+            outcome = "refused"
+        except Exception:  # anything else is a bug: record it and go on
+            outcome = "CRASH"
+            failures.append((case, name, traceback.format_exc(limit=3)))
+        dt = time.perf_counter() - t
+        slowest = max(slowest, (dt, name))
+        counts[name.split(" (")[0]][outcome] += 1
+        if outcome == "WRONG OUTPUT":
+            failures.append((case, name, "decoded to different bytes without an error"))
+    total = collections.Counter()
+    for c in counts.values():
+        total.update(c)
+    print(f"{'mutation':28s} {'refused':>8s} {'intact':>7s} {'failed':>7s}")
+    for name in sorted(counts):
+        c = counts[name]
+        print(f"{name:28s} {c['refused']:8d} {c['intact']:7d} {c['CRASH'] + c['WRONG OUTPUT']:7d}")
+    print(json.dumps({"cases": args.cases, "refused": total["refused"], "intact": total["intact"],
+                      "crashes": total["CRASH"], "wrong_output": total["WRONG OUTPUT"],
+                      "seconds": round(time.perf_counter() - t0, 1), "slowest_case_s": round(slowest[0], 3),
+                      "slowest_mutation": slowest[1],
+                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+    for case, name, what in failures[:20]:
+        print(f"case {case} ({name}): {what}", file=sys.stderr)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Damage for real `.shz` archives: what the fuzz test and `benchmarks/fuzz.py` feed the decoder.
+
+Blind damage (bit flips, truncation, inserted or deleted bytes) mostly meets a checksum first,
+so the field edits below also re-seal the record's crc: they reach the checks behind it
+(lengths, lanes, methods, block order, totals). Every mutation is a function of the archive and
+a `random.Random`, and returns (name, damaged bytes)."""
+
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+from dataclasses import dataclass
+
+# offsets within the records, as laid out in shazip/container.py
+HEADER_FIELDS = {"format_version": (4, "B"), "engine": (5, "B"), "engine_version": (6, "B"), "threads": (7, "B"),
+                 "name_len": (40, "B")}  # block_size and lanes follow the name: see Layout
+BLOCK_FIELDS = {"tag": (0, "B"), "index": (1, "<I"), "method": (5, "B"), "lanes": (6, "<H"), "orig_len": (8, "<I"),
+                "payload_len": (12, "<I"), "data_crc": (16, "<I")}
+BLOCK_HEADER = 20  # bytes before the block header's crc
+TRAILER_FIELDS = {"n_blocks": (1, "<I"), "total_len": (5, "<Q")}
+TRAILER = 13
+
+
+@dataclass
+class Layout:
+    """Where the records of an undamaged archive are."""
+    header_end: int  # offset of the header crc
+    blocks: list[tuple[int, int]]  # (offset, length) of each block record, payload included
+    trailer: int
+
+    @staticmethod
+    def of(blob: bytes) -> "Layout":
+        name_len = blob[40]
+        header_end = 41 + name_len + 6
+        pos, blocks = header_end + 4, []
+        while blob[pos] == 0xB1:
+            payload_len = struct.unpack_from("<I", blob, pos + 12)[0]
+            n = BLOCK_HEADER + 4 + payload_len
+            blocks.append((pos, n))
+            pos += n
+        return Layout(header_end, blocks, pos)
+
+
+def _reseal(b: bytearray, start: int, end: int) -> None:
+    """Writes crc32(b[start:end]) at b[end:end+4], as the container does."""
+    struct.pack_into("<I", b, end, zlib.crc32(bytes(b[start:end])))
+
+
+def _edge(fmt: str, rng: random.Random) -> int:
+    top = {"B": 0xFF, "<H": 0xFFFF, "<I": 0xFFFFFFFF, "<Q": 0xFFFFFFFFFFFFFFFF}[fmt]
+    return rng.choice([0, 1, 2, top, top - 1, top >> 1, rng.randrange(top + 1), rng.randrange(1, min(top, 5000))])
+
+
+def _set(b: bytearray, off: int, fmt: str, rng: random.Random) -> None:
+    struct.pack_into(fmt, b, off, _edge(fmt, rng))
+
+
+def bit_flips(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    b = bytearray(blob)
+    for _ in range(rng.choice([1, 1, 2, 8])):
+        b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+    return "bit flips", bytes(b)
+
+
+def truncation(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    region = rng.choice(["header", "block", "trailer", "anywhere"])
+    if region == "header":
+        cut = rng.randrange(lay.header_end + 4)
+    elif region == "block" and lay.blocks:
+        off, n = rng.choice(lay.blocks)
+        cut = off + rng.randrange(n)
+    elif region == "trailer":
+        cut = lay.trailer + rng.randrange(TRAILER + 4)
+    else:
+        cut = rng.randrange(len(blob))
+    return f"truncated ({region})", blob[:cut]
+
+
+def insertion(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    at = rng.randrange(len(blob) + 1)
+    return "inserted bytes", blob[:at] + rng.randbytes(rng.choice([1, 1, 4, 100])) + blob[at:]
+
+
+def deletion(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    at = rng.randrange(len(blob))
+    return "deleted bytes", blob[:at] + blob[at + rng.choice([1, 1, 3, 50]):]
+
+
+def header_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    b = bytearray(blob)
+    fields = dict(HEADER_FIELDS, block_size=(lay.header_end - 6, "<I"), lanes=(lay.header_end - 2, "<H"))
+    name = rng.choice(sorted(fields))
+    off, fmt = fields[name]
+    _set(b, off, fmt, rng)
+    _reseal(b, 0, lay.header_end)
+    return f"header {name} (crc resealed)", bytes(b)
+
+
+def block_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    if not lay.blocks:
+        return header_edit(blob, lay, rng)
+    b = bytearray(blob)
+    pos, _ = rng.choice(lay.blocks)
+    name = rng.choice(sorted(BLOCK_FIELDS))
+    off, fmt = BLOCK_FIELDS[name]
+    _set(b, pos + off, fmt, rng)
+    _reseal(b, pos, pos + BLOCK_HEADER)
+    return f"block {name} (crc resealed)", bytes(b)
+
+
+def payload_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    """Damaged payload bytes behind an intact block header: only the data crc (or the decoder)
+    can notice."""
+    blocks = [(p, n) for p, n in lay.blocks if n > BLOCK_HEADER + 4]
+    if not blocks:
+        return bit_flips(blob, lay, rng)
+    b = bytearray(blob)
+    pos, n = rng.choice(blocks)
+    at = pos + BLOCK_HEADER + 4 + rng.randrange(n - BLOCK_HEADER - 4)
+    b[at] = rng.choice([b[at] ^ 1, rng.randrange(256)])
+    return "payload byte", bytes(b)
+
+
+def trailer_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    b = bytearray(blob)
+    name = rng.choice(sorted(TRAILER_FIELDS))
+    off, fmt = TRAILER_FIELDS[name]
+    _set(b, lay.trailer + off, fmt, rng)
+    _reseal(b, lay.trailer, lay.trailer + TRAILER)
+    return f"trailer {name} (crc resealed)", bytes(b)
+
+
+def block_shuffle(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    """Blocks swapped, dropped or repeated, each record intact."""
+    recs = [blob[p:p + n] for p, n in lay.blocks]
+    if len(recs) < 2:
+        return truncation(blob, lay, rng)
+    how = rng.choice(["swap", "drop", "repeat"])
+    i, j = rng.sample(range(len(recs)), 2)
+    if how == "swap":
+        recs[i], recs[j] = recs[j], recs[i]
+    elif how == "drop":
+        del recs[i]
+    else:
+        recs.insert(j, recs[i])
+    head, tail = blob[: lay.header_end + 4], blob[lay.trailer:]
+    return f"blocks {how}", head + b"".join(recs) + tail
+
+
+MUTATIONS = [bit_flips, truncation, insertion, deletion, header_edit, block_edit, payload_edit, trailer_edit,
+             block_shuffle]
+
+
+def mutate(blob: bytes, rng: random.Random) -> tuple[str, bytes]:
+    return rng.choice(MUTATIONS)(blob, Layout.of(blob), rng)

@@ -1,0 +1,93 @@
+"""Model files are data, never code: safetensors + JSON only, checked before use."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+
+import pytest
+import torch
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+
+from shazip import models
+from shazip.errors import ModelError
+from shazip.models import load_model
+
+
+class _Boom:
+    """A pickle that would create a file when unpickled."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _parts(path):
+    blob = path.read_bytes()
+    (n,) = struct.unpack("<Q", blob[:8])
+    return json.loads(blob[8:8 + n])["__metadata__"], st_load(blob)
+
+
+def test_pickle_payloads_are_refused_and_never_run(tmp_path, random_model):
+    marker = tmp_path / "ran"
+    for name, write in (("pickle.bin", lambda p: p.write_bytes(pickle.dumps(_Boom(marker)))),
+                        ("torch.pt", lambda p: torch.save({"x": _Boom(marker)}, p)),
+                        ("state.pt", lambda p: torch.save(random_model.model.state_dict(), p))):
+        write(tmp_path / name)
+        with pytest.raises(ModelError, match="not a shazip model"):
+            load_model(tmp_path / name)
+    assert not marker.exists()
+
+
+def test_wrong_shapes_are_refused(tmp_path, random_model_path):
+    meta, tensors = _parts(random_model_path)
+    name = sorted(tensors)[0]
+    tensors[name] = torch.zeros(tuple(tensors[name].shape) + (2,))
+    (tmp_path / "m").write_bytes(st_save(tensors, metadata=meta))
+    with pytest.raises(ModelError, match="do not match its config"):
+        load_model(tmp_path / "m")
+
+
+def test_a_config_larger_than_the_file_allocates_nothing(tmp_path, random_model_path):
+    """A config claiming a paper-size model over tiny tensors is refused from the shapes alone."""
+    meta, tensors = _parts(random_model_path)
+    cfg = json.loads(meta["config"])
+    cfg.update(d_model=1 << 16, d_boom=1 << 18)
+    (tmp_path / "m").write_bytes(st_save(tensors, metadata=dict(meta, config=json.dumps(cfg))))
+    with pytest.raises(ModelError, match="do not match its config"):
+        load_model(tmp_path / "m")
+
+
+def test_missing_tensor_and_bad_config_are_refused(tmp_path, random_model_path):
+    meta, tensors = _parts(random_model_path)
+    (tmp_path / "a").write_bytes(st_save(dict(list(tensors.items())[1:]), metadata=meta))
+    with pytest.raises(ModelError, match="do not match its config"):
+        load_model(tmp_path / "a")
+    (tmp_path / "b").write_bytes(st_save(tensors, metadata=dict(meta, config="{not json")))
+    with pytest.raises(ModelError, match="invalid model file"):
+        load_model(tmp_path / "b")
+
+
+def test_non_finite_weights_are_refused(tmp_path, random_model_path):
+    meta, tensors = _parts(random_model_path)
+    name = sorted(tensors)[-1]
+    tensors[name] = tensors[name].clone()
+    tensors[name].view(-1)[0] = float("nan")
+    (tmp_path / "m").write_bytes(st_save(tensors, metadata=meta))
+    with pytest.raises(ModelError, match="not finite"):
+        load_model(tmp_path / "m")
+
+
+def test_a_damaged_bundled_model_is_refused(tmp_path, monkeypatch, random_model_path):
+    monkeypatch.setattr(models, "BUNDLED_DIR", tmp_path)
+    models.bundle_model(random_model_path, "m")
+    assert load_model("m").model_id == models.model_from_bytes(random_model_path.read_bytes(), "x").model_id
+    blob = bytearray((tmp_path / "m.safetensors").read_bytes())
+    blob[-1] ^= 1
+    (tmp_path / "m.safetensors").write_bytes(bytes(blob))
+    with pytest.raises(ModelError, match="sha256 mismatch"):
+        load_model("m")
