@@ -1,7 +1,12 @@
 """Model files: safetensors weights + JSON config in the metadata. Data only, never code.
 
 A model's id is the sha256 of its file; archives record it, so a decoder can prove it holds
-the very weights the encoder used. Bundled models live in `shazip/models/` and are listed in
+the very weights the encoder used.
+
+Weights are float32, or (`save_model(..., int8=True)`, the shipped form, ~4x smaller) the
+matrices as int8 rows with a float32 scale each ("W.q8", "W.scale"): loading multiplies them
+back in float32 (one IEEE rounding per weight, the same everywhere), and saving checks that the
+int8 engine, quantizing those float weights per row, gets back exactly the stored integers. Bundled models live in `shazip/models/` and are listed in
 `shazip/models/index.json` with their sha256, which is checked on every load.
 """
 
@@ -39,17 +44,57 @@ class LoadedModel:
         return self.model_id.hex()
 
 
-def save_model(model: SHARNN, path: str | Path, name: str, info: dict | None = None) -> str:
-    """Export: collapse the value gate, write weights atomically, return the sha256 hex id."""
+def save_model(model: SHARNN, path: str | Path, name: str, info: dict | None = None, int8: bool = False) -> str:
+    """Export: collapse the value gate, write weights atomically, return the sha256 hex id.
+    `int8`: the matrices the engine quantizes (all but the embedding, which also feeds the
+    first LayerNorm at 15 bits) are stored as int8 rows + float32 scales."""
     model.collapse_vs()
     meta = {"format": FORMAT, "name": name, "config": json.dumps(model.cfg.to_dict()),
-            "info": json.dumps(info or {})}
+            "info": json.dumps(info or {}), "weights": "int8" if int8 else "float32"}
     tensors = {k: v.detach().float().contiguous() for k, v in model.state_dict().items()}
+    if int8:
+        tensors = _pack_int8(tensors)
     blob = st_save(tensors, metadata=meta)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(path, blob)
     return hashlib.sha256(blob).hexdigest()
+
+
+def _int8_names(tensors: dict[str, torch.Tensor]) -> list[str]:
+    return [k for k, v in tensors.items() if v.dim() == 2 and k != "embed.weight"]
+
+
+def _pack_int8(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    from .quant import quantize_weight
+    out = dict(tensors)
+    for k in _int8_names(tensors):
+        w = tensors[k].double()
+        scale = (w.abs().amax(dim=1) / 127).float()
+        scale[scale == 0] = 1.0
+        q = torch.clamp(torch.round(w / scale.double()[:, None]), -127, 127).to(torch.int8)
+        back = quantize_weight(q.float() * scale[:, None])[0]
+        if not (back == q.numpy()).all():  # cannot happen for finite weights: |q| <= 127 re-rounds to itself
+            raise ModelError(f"int8 export of {k} would not load back to the same integers")
+        del out[k]
+        out[f"{k}.q8"], out[f"{k}.scale"] = q.contiguous(), scale.contiguous()
+    return out
+
+
+def _unpack_int8(tensors: dict[str, torch.Tensor], where: str) -> dict[str, torch.Tensor]:
+    out = {}
+    for k, v in tensors.items():
+        if k.endswith(".scale") and f"{k[:-6]}.q8" in tensors:
+            continue
+        if k.endswith(".q8"):
+            base, scale = k[:-3], tensors.get(f"{k[:-3]}.scale")
+            if (v.dtype != torch.int8 or v.dim() != 2 or scale is None or scale.dtype != torch.float32
+                    or tuple(scale.shape) != (v.shape[0],)):
+                raise ModelError(f"{where}: invalid model file (bad int8 tensor {base})")
+            out[base] = v.float() * scale[:, None]
+        else:
+            out[k] = v
+    return out
 
 
 def _write_atomic(path: Path, blob: bytes) -> None:
@@ -78,7 +123,7 @@ def model_from_bytes(blob: bytes, where: str, path: Path | None = None) -> Loade
     try:
         cfg = Config.from_dict(json.loads(meta["config"]))
         info = json.loads(meta.get("info", "{}"))
-        tensors = st_load(blob)
+        tensors = _unpack_int8(st_load(blob), where)
         with torch.device("meta"):  # shapes only: a hostile config cannot make us allocate
             expected = {k: tuple(v.shape) for k, v in SHARNN(cfg).state_dict().items()}
         got = {k: tuple(v.shape) for k, v in tensors.items()}

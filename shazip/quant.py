@@ -152,7 +152,7 @@ def _fits(what: str, bound: float) -> None:
         raise ModelError(f"model cannot be run exactly: {what} could overflow int64 (weights too large)")
 
 
-def _quant_weight(w: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+def quantize_weight(w: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Per-row int8: (q [N, K], scale [N] float64) with w ~ scale * q; the rows' max is 127."""
     wf = _f64(w)
     s = np.abs(wf).max(axis=1) / 127
@@ -225,7 +225,7 @@ class QLinear:
     @staticmethod
     def build(parts: list[tuple[torch.Tensor, float, int]], bias: torch.Tensor | None, what: str) -> "QLinear":
         """parts: (float weight [N, K], unit, e_max) per input."""
-        quantized = [_quant_weight(w) for w, _, _ in parts]
+        quantized = [quantize_weight(w) for w, _, _ in parts]
         factors = [s * unit * ONE / 127 for (_, s), (_, unit, _) in zip(quantized, parts)]
         b = _f64(bias) * ONE if bias is not None else np.zeros(parts[0][0].shape[0])
         total = sum(w.shape[1] * 127 * 127 * e_max * float(f.max()) for f, (w, _, e_max) in zip(factors, parts))

@@ -59,6 +59,7 @@ class TrainArgs:
     steps: int | None = None
     qat_steps: int = 0
     cooldown: int = 0
+    int8: bool = False
     minutes: float | None = None
     checkpoint_minutes: float = 5.0
     eval_every: int = 500
@@ -314,7 +315,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
                 "valid_bpc": final["valid_bpc"], "config_name": args.config,
                 "qat_steps": args.qat_steps if model.qat else 0,
                 "cooldown_steps": args.cooldown if args.steps is not None and step >= args.steps else 0}
-        digest = save_model(export, out / f"{name}.safetensors", name, info)
+        digest = save_model(export, out / f"{name}.safetensors", name, info, int8=args.int8)
         final["model_id"] = digest
         print(f"exported {out / f'{name}.safetensors'} sha256 {digest}", file=sys.stderr)
         print(digest)
@@ -343,6 +344,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
               help="Quantization-aware training for the last N of --steps (int8-ready export).")
 @click.option("--cooldown", default=0, show_default=True,
               help="Decay the learning rate linearly over the last N of --steps.")
+@click.option("--int8", is_flag=True, help="Export the matrices as int8 rows + scales (the shipped form, ~4x smaller).")
 @click.option("--minutes", type=float, default=None, help="Stop after this much wall time (this run).")
 @click.option("--checkpoint-minutes", default=5.0, show_default=True)
 @click.option("--eval-every", default=500, show_default=True, help="Validation every N steps.")
