@@ -162,7 +162,8 @@ def run_baseline(b: Baseline, src: Path, work: Path, n: int) -> Row:
     if tool:
         c = _measure(b.compress, src, arc)
         d = _measure(b.decompress, arc, back)
-        impl = f"system {b.compress[0]}"
+        version = subprocess.run([tool, "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        impl = (version.stdout or version.stderr).strip().splitlines()[0].strip(" *") or f"system {b.compress[0]}"
     else:
         worker = [sys.executable, "-m", "shazip.bench", "_py", b.python]
         c = _measure(worker + ["c", str(src), str(arc)])
