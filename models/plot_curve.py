@@ -47,10 +47,10 @@ def main() -> None:
     import matplotlib.pyplot as plt
 
     recs = read(args.metrics)
-    valid = [(r["bytes_seen"] / 1e6, r["valid_bpc"]) for r in recs if "valid_bpc" in r and not r.get("final")]
+    valid = [(r["bytes_seen"] / 1e6, r["valid_bpc"]) for r in recs if "valid_bpc" in r]
     train = [(r["bytes_seen"] / 1e6, r["train_bpc"]) for r in recs if "train_bpc" in r]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.plot(*zip(*train), color="C0", alpha=0.35, lw=0.8, label="train (running, with dropout)")
+    ax.plot(*zip(*train), color="C0", alpha=0.35, lw=0.8, label="train (mean over each logging interval)")
     ax.plot(*zip(*valid), "o-", color="C3", label="valid (held-out MediaWiki XML)")
     ax.set_xlabel("bytes seen (MB)")
     ax.set_ylabel("bits/byte")
