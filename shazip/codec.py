@@ -141,7 +141,7 @@ class CodingStats:
 
 
 def model_encode(engine: Engine, data: bytes, lanes: int, progress=None, stats: CodingStats | None = None) -> bytes:
-    enc = Encoder()
+    enc = Encoder(measure=stats is not None)
     run_lanes(engine, enc.code, len(data), lanes, data, progress)
     if stats is not None:
         stats.model_bytes += len(data)
