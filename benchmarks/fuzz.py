@@ -4,7 +4,7 @@
 
 Two archives of the committed fixture text plus random bytes, with model-coded, raw and zstd
 blocks (the committed `tiny-trained` model; small blocks so there are several), damaged by the
-mutations of tests/mutations.py: bit flips, truncation in every region, inserted and deleted
+mutations of shazip.testing: bit flips, truncation in every region, inserted and deleted
 bytes, header/block/trailer field edits with their crc resealed, payload bytes, blocks swapped,
 dropped or repeated. Each case must end in a clean ShazipError ("refused") or the exact
 original ("intact"); anything else is counted as a failure and printed, and the exit code is 1.
@@ -23,14 +23,13 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
-import shazip  # noqa: E402
-from shazip.container import Method  # noqa: E402
-from shazip.errors import ShazipError  # noqa: E402
-from shazip.models import load_model  # noqa: E402
+import shazip
+from shazip.container import Method
+from shazip.errors import ShazipError
+from shazip.modelfile import load_model
 
-from mutations import mutate  # noqa: E402
+from shazip.testing import mutate
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ import shazip
 from shazip.codec import IntEngine, lane_lengths, run_lanes
 from shazip.coder import Encoder
 from shazip.container import ArchiveWriter, Header, Method
-from shazip.models import LoadedModel, load_model
+from shazip.modelfile import LoadedModel, load_model
 
 
 @torch.no_grad()

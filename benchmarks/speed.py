@@ -20,7 +20,7 @@ import torch
 import shazip
 from shazip.container import Method
 from shazip.model import SHARNN, Config, get_config
-from shazip.models import load_model, save_model
+from shazip.modelfile import load_model, save_model
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,35 +10,20 @@ Every failure is a `shazip.ShazipError` with a one-line message.
 from __future__ import annotations
 
 import io
-import os
-from contextlib import contextmanager
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable
 
 import torch
 
-from .codec import ALL_METHODS, MAX_LANES, CodingStats, Engine, FloatEngine, IntEngine, decode_block, encode_block
+from .codec import ALL_METHODS, MAX_LANES, CodingStats, decode_block, encode_block
 from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Method, read_upto, verify_block
-from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
-from .models import LoadedModel, find_model, load_model, model_from_bytes
+from .engines import BY_ID, ENGINES, Engine, FloatEngine, IntEngine, check_replayable, check_threads, engine_for, torch_threads
+from .errors import CorruptArchive, ModelError, UsageError
+from .modelfile import LoadedModel, find_model, load_model, model_from_bytes
 
 DEFAULT_LANES = 32
 DEFAULT_BLOCK_SIZE = 2 << 20
-ENGINES: dict[str, type[IntEngine] | type[FloatEngine]] = {"int8": IntEngine, "float32": FloatEngine}
-_BY_ID = {kind.engine_id: kind for kind in ENGINES.values()}
 
 Progress = Callable[[int], None]
-
-
-@contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """torch's thread count is process-wide: set it for one call, then put it back."""
-    old = torch.get_num_threads()
-    if n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def _resolve(model: str | LoadedModel) -> LoadedModel:
@@ -72,11 +57,10 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
     `engine` is "int8" (integer-exact, decodes anywhere) or "float32" (decodes only on this
     machine with the same thread count)."""
     if not 1 <= lanes <= MAX_LANES:
-        raise UsageError(f"--lanes must be between 1 and {MAX_LANES}")
+        raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
     if not 1 <= block_size <= MAX_BLOCK_SIZE:
-        raise UsageError(f"--block-size must be between 1 and {MAX_BLOCK_SIZE}")
-    if not 1 <= threads <= 255:
-        raise UsageError("--threads must be between 1 and 255")
+        raise UsageError(f"block size must be between 1 and {MAX_BLOCK_SIZE}")
+    check_threads(threads)
     if not methods:
         raise UsageError("no block method allowed")
     if engine not in ENGINES:
@@ -105,19 +89,13 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
     """Decompresses src to dst, verifying each block before writing it; returns bytes written.
     `model` overrides the archive's model name; its id must still match the archive's.
     `threads` applies to int8 archives (float32 ones replay the encoder's thread count)."""
-    if not 1 <= threads <= 255:
-        raise UsageError("--threads must be between 1 and 255")
+    check_threads(threads)
     reader = ArchiveReader(src)
     h = reader.header
-    kind = _BY_ID.get(h.engine)
+    kind = BY_ID.get(h.engine)
 
     def loaded() -> LoadedModel:
-        if kind is None or kind.engine_version != h.engine_version:
-            raise UnsupportedVersion(f"archive needs engine {h.engine} version {h.engine_version}, "
-                                     f"which this shazip does not have")
-        if kind is FloatEngine and h.threads > (os.cpu_count() or 1):  # also: a forged count cannot oversubscribe
-            raise UsageError(f"this float32 archive decodes exactly only with the {h.threads} threads that made it; "
-                             f"this machine has {os.cpu_count()} CPUs")
+        check_replayable(engine_for(h.engine, h.engine_version), h.threads)
         found = find_model(h.model_name, h.model_id) if model is None else _resolve(model)
         if found.model_id != h.model_id:
             raise ModelError(f"wrong model: the archive needs '{h.model_name}' (id {h.model_id.hex()[:16]}), "

@@ -1,4 +1,5 @@
-"""The `shazip` command: compress, decompress, info, models, train.
+"""The `shazip` command: compress, decompress, info, models; train and bench (tools, imported
+only when their command runs).
 
 Outputs go to a temporary file beside the destination and are renamed into place only after
 the whole archive was written (or every block decoded and verified); on any error, Ctrl-C or
@@ -9,6 +10,7 @@ stderr with a non-zero exit code (130 after SIGINT, 143 after SIGTERM).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import signal
@@ -20,14 +22,12 @@ from typing import BinaryIO, Callable, Iterator
 
 import click
 
-from . import __version__
-from . import bench as bench_mod
-from .api import DEFAULT_BLOCK_SIZE, DEFAULT_LANES, ENGINES, compress_stream, decompress_stream
-from .codec import ENGINE_NAMES
+from . import __version__, native
+from .api import DEFAULT_BLOCK_SIZE, DEFAULT_LANES, compress_stream, decompress_stream
 from .container import describe
+from .engines import BY_ID, ENGINES
 from .errors import OutputExists, ShazipError, UsageError
-from .models import bundle_model, bundled_index, load_model
-from .train import train_command
+from .modelfile import bundle_model, bundled_index, load_model
 
 SUFFIX = ".shz"
 
@@ -111,11 +111,15 @@ def _output(path: str | None, force: bool) -> Iterator[BinaryIO]:
             os.unlink(tmp)
 
 
-def _run(body: Callable[[], None]) -> None:
+def run_command(body: Callable[[], None]) -> None:
     """Runs a command body, turning every expected failure into one line + exit code."""
     old = signal.signal(signal.SIGTERM, _on_sigterm)
+    native.on_build = lambda message: click.echo(f"shazip: {message}", err=True)
     try:
         body()
+        if native.error() and "SHAZIP_NATIVE=0" not in native.error():
+            click.echo(f"shazip: the compiled int8 step could not be built ({native.error()}); the slower torch "
+                       f"step ran, which gives the same archives", err=True)
     except ShazipError as e:
         click.echo(f"shazip: {e}", err=True)
         sys.exit(e.exit_code)
@@ -161,7 +165,24 @@ def _file_options(f: Callable) -> Callable:
     return f
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(click.Group):
+    """The decoder's commands are defined here; the tools' are imported when they run (or when
+    the help lists them), so compressing and decompressing never load training or benchmark code."""
+
+    LAZY = {"train": ("shazip.train.trainer", "train_command"), "bench": ("shazip.bench.command", "bench"),
+            "fetch-enwik8": ("shazip.bench.command", "fetch_enwik8")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.LAZY])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY:
+            module, attr = self.LAZY[name]
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="shazip")
 def main() -> None:
     """shazip: neural text compression with a SHA-RNN byte model and a range coder."""
@@ -194,7 +215,7 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
         if remove and file != "-" and dest is not None:
             os.unlink(file)
 
-    _run(body)
+    run_command(body)
 
 
 def _strip_suffix(src: str) -> str:
@@ -222,7 +243,7 @@ def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remov
         if remove and file != "-" and dest is not None:
             os.unlink(file)
 
-    _run(body)
+    run_command(body)
 
 
 @main.command()
@@ -238,7 +259,7 @@ def info(file: str, as_json: bool) -> None:
             click.echo(json.dumps(d, indent=2))
             return
         click.echo(f"format version {d['format_version']}, engine {d['engine']} "
-                   f"({ENGINE_NAMES.get(d['engine'], 'unknown')}) v{d['engine_version']}"
+                   f"({BY_ID[d['engine']].description if d['engine'] in BY_ID else 'unknown'}) v{d['engine_version']}"
                    + (f", {d['threads']} threads" if d["threads"] else ""))
         click.echo(f"model {d['model_name']} id {d['model_id']}")
         ratio = 8 * d["archive_bytes"] / d["total_len"] if d["total_len"] else 0.0
@@ -248,7 +269,7 @@ def info(file: str, as_json: bool) -> None:
             click.echo(f"  block {b['index']}: {b['method']:5s} lanes {b['lanes']:4d} "
                        f"{b['orig_len']:10d} -> {b['payload_len']:10d}")
 
-    _run(body)
+    run_command(body)
 
 
 @main.command()
@@ -265,7 +286,7 @@ def models(add: str | None, name: str | None, bench_json: Path | None) -> None:
             except (OSError, ValueError) as e:
                 raise UsageError(f"cannot read {bench_json}: {e}") from None
             click.echo("bundled {name}: {sha256}".format(**bundle_model(add, name, result)))
-        _run(body)
+        run_command(body)
         return
     if bench_json:
         raise click.UsageError("--bench goes with --add")
@@ -293,42 +314,6 @@ def _describe_model(name: str, e: dict) -> list[str]:
     return lines
 
 
-@main.command()
-@click.option("--data", required=True, type=click.Path(path_type=Path), help="Input file (e.g. enwik8 or enwik6).")
-@click.option("--split", type=click.Choice(list(bench_mod.SPLITS)), default="all", show_default=True,
-              help="enwik8's standard split: first 90M train, 5M valid, last 5M test.")
-@click.option("--limit", type=int, default=None, help="Only the first N bytes (of the split).")
-@click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
-@click.option("--lanes", default=64, show_default=True, help="Parallel lanes per block.")
-@click.option("--threads", default=1, show_default=True, help="CPU threads for shazip.")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("bench-results"), show_default=True,
-              help="Folder for bench.json, bench.md and bench.png.")
-@click.option("--baselines/--no-baselines", default=True, show_default=True,
-              help="Also run zstd, xz, bzip2 and gzip.")
-def bench(data: Path, split: str, limit: int | None, model: str, lanes: int, threads: int, out: Path,
-          baselines: bool) -> None:
-    """Benchmark shazip beside zstd/xz/bzip2/gzip on one file: sizes, speeds, memory, round
-    trips, model cross-entropy and Hutter-style totals."""
-
-    def body() -> None:
-        result = bench_mod.bench(data, out, model, split, limit, lanes, threads, baselines,
-                                 log=lambda m: click.echo(m, err=True))
-        click.echo(bench_mod.markdown(result), nl=False)
-        click.echo(f"wrote {out / 'bench.json'}, {out / 'bench.md'}"
-                   + (f", {result['plot']}" if result["plot"] else " (no plot: pip install 'shazip[bench]')"), err=True)
-
-    _run(body)
-
-
-@main.command("fetch-enwik8")
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--url", default=bench_mod.ENWIK8_URL, show_default=True, help="Where enwik8.zip is downloaded from.")
-def fetch_enwik8(directory: Path, url: str) -> None:
-    """Download enwik8 into DIRECTORY (needs the internet); its sha256 is verified, a mismatch refused."""
-    _run(lambda: click.echo(f"wrote {bench_mod.fetch_enwik8(directory, url)} (sha256 verified)"))
-
-
-main.add_command(train_command)
 
 if __name__ == "__main__":
     main()

@@ -6,91 +6,28 @@ engine turns every lane's previous byte into a probability row, and the coder co
 of every lane that still has one. `run_lanes` is that loop, shared by encoder and decoder:
 only the coder differs, so both sides see the same probabilities by construction.
 
-An engine is what turns bytes into probability rows. `IntEngine` (id 1, the default) runs
-the integer-exact model of `quant.py`: its rows are the same on every machine, thread count,
-batch shape and compile mode. `FloatEngine` (id 0) is the float32 reference, exact only on the
-machine and thread count that made the archive (the header records the threads); it is kept
-for evaluation and as an explicit, non-portable option.
+The engine (engines.py) turns each lane's previous byte into a probability row; the coder
+(rangecoder.py) codes the byte under it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable
 
 import numpy as np
-import torch
 import zstandard
 
-from .coder import Decoder, Encoder
 from .container import Method
+from .engines import Engine
 from .errors import CorruptArchive
-from .models import LoadedModel
-from . import native
-from .quant import ENGINE_VERSION, IntModel, probabilities
+from .rangecoder import Decoder, Encoder
 
 BOS = 0  # the "previous byte" fed to every lane at its start
 MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
 MIN_LANE = 256  # shorter lanes would cost more in cold starts than they gain in speed
 ZSTD_LEVEL = 19
-
-ENGINE_FLOAT32 = 0
-ENGINE_INT8 = 1
-ENGINE_NAMES = {ENGINE_FLOAT32: "float32 (reference, non-portable)", ENGINE_INT8: "int8 (integer-exact, portable)"}
-
-
-class Engine(Protocol):
-    engine_id: int
-    engine_version: int
-    threads: int
-
-    def start(self, lanes: int) -> object: ...
-
-    def probs(self, state: object, prev: np.ndarray) -> tuple[object, np.ndarray]:
-        """prev: int64 [B] previous bytes -> (state, float64 [B, 256] probability rows)."""
-        ...
-
-
-class FloatEngine:
-    """The model's own float32 `step`, softmax in float64."""
-
-    engine_id = ENGINE_FLOAT32
-    engine_version = 1
-
-    def __init__(self, loaded: LoadedModel, threads: int) -> None:
-        self.model = loaded.model.eval()
-        self.threads = threads
-
-    def start(self, lanes: int) -> object:
-        return self.model.init_ring(lanes)
-
-    @torch.no_grad()
-    def probs(self, state, prev: np.ndarray):
-        state, logits = self.model.step(state, torch.from_numpy(prev))
-        return state, torch.softmax(logits.double(), dim=-1).numpy()
-
-
-class IntEngine:
-    """The integer-exact model (quant.py): the same rows on every machine. On the CPU it runs
-    the compiled step (native.py) when that builds, else quant.py's torch code: same integers."""
-
-    engine_id = ENGINE_INT8
-    engine_version = ENGINE_VERSION
-    threads = 0  # the output does not depend on it
-
-    def __init__(self, loaded: LoadedModel, device: str = "cpu", use_native: bool = True) -> None:
-        self.model = IntModel(loaded.model, device)
-        if use_native and self.model.device.type == "cpu" and native.load() is not None:
-            self.model = native.NativeModel(self.model)
-
-    def start(self, lanes: int) -> object:
-        return self.model.init_state(lanes)
-
-    @torch.no_grad()
-    def probs(self, state, prev: np.ndarray):
-        state, freq = self.model.step(state, torch.from_numpy(prev).to(self.model.device))
-        return state, probabilities(freq)
 
 
 def lane_lengths(n: int, lanes: int) -> np.ndarray:

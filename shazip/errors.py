@@ -36,6 +36,10 @@ class ModelError(ShazipError):
     """Model file missing, invalid, or not the one an archive needs."""
 
 
+class ContractError(ShazipError):
+    """The compiled step was built with other constants than quant.py states (never run)."""
+
+
 class OutputExists(ShazipError):
     """Refusing to overwrite an existing output without --force."""
 

@@ -39,8 +39,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .quant import fake_quant_rows
-
 VOCAB = 256  # every byte value is a symbol, seen in training or not
 
 
@@ -113,6 +111,15 @@ class State:
 
     def detach(self) -> "State":
         return State([(h.detach(), c.detach()) for h, c in self.hidden], self.mem.detach(), self.pos)
+
+
+def fake_quant_rows(x: torch.Tensor) -> torch.Tensor:
+    """Per-row dynamic int8 in float, as the integer engine quantizes every matmul input and
+    weight (quant.quantize_rows: q = round(127 y / e), e = max|y| of the row), with a
+    straight-through gradient."""
+    e = x.detach().abs().amax(dim=-1, keepdim=True).clamp_min(1e-12)
+    q = torch.round(x * (127 / e)) * (e / 127)
+    return x + (q - x).detach()
 
 
 class QAT:

@@ -11,24 +11,64 @@
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace {
 
 using I64 = int64_t;
+using Tensors = std::map<std::string, at::Tensor>;
 
+// The constants of quant.py's contract. `contract()` exports them with the tensor layout below,
+// and native.py refuses to run this step unless they equal quant.py's (quant.CONTRACT).
 constexpr int FRAC = 10;
 constexpr I64 ONE = I64(1) << FRAC;
 constexpr I64 R_MAX = (I64(1) << 20) - 1;
-constexpr I64 LUT_HALF = 8 * ONE;  // tables cover [-8, 8]
+constexpr I64 LUT_RANGE = 8;
+constexpr I64 LUT_HALF = LUT_RANGE * ONE;  // tables cover [-8, 8]
 constexpr int GATE_FRAC = 15;
 constexpr I64 C_MAX = (I64(1) << 22) - 1;
-constexpr I64 EXP_ATT_MAX = 16 * ONE;
-constexpr I64 EXP_OUT_MAX = 24 * ONE;
+constexpr I64 EXP_ATT_RANGE = 16;
+constexpr I64 EXP_ATT_MAX = EXP_ATT_RANGE * ONE;
+constexpr I64 EXP_OUT_RANGE = 24;
+constexpr I64 EXP_OUT_MAX = EXP_OUT_RANGE * ONE;
 constexpr I64 MIX_MASS = I64(1) << 17;
 constexpr int NORM_GAIN_BITS = 16;
+// Named tensors the constructor takes (native.py's `block_tensors` makes them from quant.py's
+// objects): per block, then the attention block's extra ones; the output layer; the tables.
+const std::vector<std::string> BLOCK_TENSORS = {
+    "ln_start.gain", "ln_start.bias", "lstm.w0", "lstm.w1", "lstm.m0", "lstm.m1", "lstm.bias", "ln_ff.gain",
+    "ln_ff.bias", "ln_xff.gain", "ln_xff.bias", "boom.w0", "boom.m0", "boom.bias"};
+const std::vector<std::string> ATTN_TENSORS = {
+    "ln_mem.gain", "ln_mem.bias", "ln_mid.gain", "ln_mid.bias", "q.w0", "q.m0", "q.bias", "q_ln.gain", "q_ln.bias", "vs"};
+const std::vector<std::string> OUT_TENSORS = {"out.w0", "out.m0", "out.bias"};
+const std::vector<std::string> TABLES = {"sigmoid", "tanh", "gelu", "exp_att", "exp_out"};
+
+pybind11::dict contract() {
+  pybind11::dict c;
+  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, I64>>{
+           {"FRAC", FRAC}, {"R_MAX", R_MAX}, {"LUT_RANGE", LUT_RANGE}, {"GATE_FRAC", GATE_FRAC}, {"C_MAX", C_MAX},
+           {"EXP_ATT_RANGE", EXP_ATT_RANGE}, {"EXP_OUT_RANGE", EXP_OUT_RANGE}, {"MIX_MASS", MIX_MASS},
+           {"NORM_GAIN_BITS", NORM_GAIN_BITS}})
+    c[name] = value;
+  c["BLOCK_TENSORS"] = BLOCK_TENSORS;
+  c["ATTN_TENSORS"] = ATTN_TENSORS;
+  c["OUT_TENSORS"] = OUT_TENSORS;
+  c["TABLES"] = TABLES;
+  return c;
+}
+
+// t[name], which must be there with the dtype the step reads it as
+at::Tensor get(const Tensors& t, const std::string& name, at::ScalarType dtype) {
+  auto it = t.find(name);
+  TORCH_CHECK(it != t.end(), "tensor '", name, "' missing");
+  TORCH_CHECK(it->second.scalar_type() == dtype && it->second.is_contiguous(), "tensor '", name,
+              "' has the wrong dtype or layout");
+  return it->second;
+}
 
 inline I64 rshift(I64 x, I64 s) { return s > 0 ? (x + (I64(1) << (s - 1))) >> s : x; }
 inline I64 floordiv(I64 a, I64 b) {
@@ -233,53 +273,57 @@ struct Block {
   bool attn = false;
 };
 
-Norm norm_of(const std::vector<at::Tensor>& t, size_t& i) {
-  Norm n{t[i], t[i + 1]};
-  i += 2;
-  return n;
+Norm norm_of(const Tensors& t, const std::string& name) {
+  return Norm{get(t, name + ".gain", at::kLong), get(t, name + ".bias", at::kLong)};
 }
 
-Linear linear_of(const std::vector<at::Tensor>& t, size_t& i, int parts, I64 shift) {
+Linear linear_of(const Tensors& t, const std::string& name, int parts, I64 shift) {
   Linear l;
-  for (int p = 0; p < parts; ++p) l.w.push_back(t[i++]);
-  for (int p = 0; p < parts; ++p) l.m.push_back(t[i++]);
-  l.bias = t[i++];
+  for (int p = 0; p < parts; ++p) {
+    l.w.push_back(get(t, name + ".w" + std::to_string(p), at::kChar));
+    l.m.push_back(get(t, name + ".m" + std::to_string(p), at::kLong));
+  }
+  l.bias = get(t, name + ".bias", at::kLong);
   l.shift = shift;
   return l;
 }
 
 class Model {
  public:
-  // blocks[k]: tensors in the order of native.py's `_flatten_block`; shifts[k]: (lstm, boom[, q])
-  Model(int64_t d, int64_t d_boom, int64_t mem_len, at::Tensor embed, std::vector<std::vector<at::Tensor>> blocks,
-        std::vector<std::vector<int64_t>> shifts, std::vector<at::Tensor> out, int64_t out_shift,
-        std::vector<at::Tensor> tables)
-      : d_(d), d_boom_(d_boom), M_(mem_len), embed_(embed), tables_(tables) {
-    for (auto& t : tables) {
+  // blocks[k]: the tensors named in BLOCK_TENSORS (plus ATTN_TENSORS for the attention block),
+  // shifts[k]: "lstm", "boom" (and "q"); out: OUT_TENSORS; tables: TABLES, by name.
+  Model(int64_t d, int64_t d_boom, int64_t mem_len, at::Tensor embed, std::vector<Tensors> blocks,
+        std::vector<std::map<std::string, int64_t>> shifts, Tensors out, int64_t out_shift, Tensors tables)
+      : d_(d), d_boom_(d_boom), M_(mem_len), embed_(embed) {
+    TORCH_CHECK(blocks.size() == shifts.size(), "one shift set per block");
+    for (const auto& name : TABLES) {
+      at::Tensor t = get(tables, name, at::kLong);
       TORCH_CHECK(t.abs().max().item<I64>() < (I64(1) << 31), "lookup table entry does not fit int32");
+      tables_.push_back(t);
       tables32_.push_back(t.to(at::kInt).contiguous());
     }
     for (size_t k = 0; k < blocks.size(); ++k) {
-      const auto& t = blocks[k];
-      size_t i = 0;
+      const Tensors& t = blocks[k];
+      const bool attn = t.count("vs") > 0;
+      TORCH_CHECK(t.size() == BLOCK_TENSORS.size() + (attn ? ATTN_TENSORS.size() : 0), "block ", k,
+                  ": unexpected tensors");
       Block b;
-      b.ln_start = norm_of(t, i);
-      b.lstm = linear_of(t, i, 2, shifts[k][0]);
-      b.ln_ff = norm_of(t, i);
-      b.ln_xff = norm_of(t, i);
-      b.boom = linear_of(t, i, 1, shifts[k][1]);
-      if (i < t.size()) {
+      b.ln_start = norm_of(t, "ln_start");
+      b.lstm = linear_of(t, "lstm", 2, shifts[k].at("lstm"));
+      b.ln_ff = norm_of(t, "ln_ff");
+      b.ln_xff = norm_of(t, "ln_xff");
+      b.boom = linear_of(t, "boom", 1, shifts[k].at("boom"));
+      if (attn) {
         b.attn = true;
-        b.ln_mem = norm_of(t, i);
-        b.ln_mid = norm_of(t, i);
-        b.q = linear_of(t, i, 1, shifts[k][2]);
-        b.q_ln = norm_of(t, i);
-        b.vs = t[i++];
+        b.ln_mem = norm_of(t, "ln_mem");
+        b.ln_mid = norm_of(t, "ln_mid");
+        b.q = linear_of(t, "q", 1, shifts[k].at("q"));
+        b.q_ln = norm_of(t, "q_ln");
+        b.vs = get(t, "vs", at::kLong);
       }
       blocks_.push_back(b);
     }
-    size_t i = 0;
-    out_ = linear_of(out, i, 1, out_shift);
+    out_ = linear_of(out, "out", 1, out_shift);
   }
 
   // One step for B lanes. h: int8 [B, d] per block, c: int64 [B, d] per block (updated in
@@ -459,9 +503,9 @@ class Model {
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("contract", &contract, "The constants and tensor layout this step was compiled with.");
   pybind11::class_<Model>(m, "Model")
-      .def(pybind11::init<int64_t, int64_t, int64_t, at::Tensor, std::vector<std::vector<at::Tensor>>,
-                          std::vector<std::vector<int64_t>>, std::vector<at::Tensor>, int64_t,
-                          std::vector<at::Tensor>>())
+      .def(pybind11::init<int64_t, int64_t, int64_t, at::Tensor, std::vector<Tensors>,
+                          std::vector<std::map<std::string, int64_t>>, Tensors, int64_t, Tensors>())
       .def("step", &Model::step);
 }

@@ -4,6 +4,11 @@ It is built on first use with torch's extension loader (a C++ compiler and ninja
 and cached per machine and torch version under $SHAZIP_CACHE or ~/.cache/shazip/native. When
 it cannot be built, or with SHAZIP_NATIVE=0, the engine runs quant.py's torch code instead:
 archives are identical either way (tests/test_native.py checks the two step for step).
+
+The compiled step states its constants and tensor names (`contract()` in native.cpp); they are
+compared with quant.py's at load, and any difference is refused (`ContractError`) rather than
+allowed to make archives that only this build could read. The module never prints: a caller
+that wants to say "building..." sets `on_build`, and `error()` says why the build failed.
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import Callable
+
 import torch
 
-from .quant import IntModel
+from .errors import ContractError
+from .quant import CONTRACT, TABLES, IntModel
 
 SOURCE = Path(__file__).with_name("native.cpp")
 # -fopenmp: ATen's parallel_for is a header template that runs serially without it. None of these
@@ -31,6 +39,7 @@ GCC_EXTRA = ["-mtune-ctrl=use_gather"]
 STALE_LOCK_SECONDS = 600  # a build takes about a minute
 _module = None
 _error: str | None = None
+on_build: Callable[[str], None] | None = None  # told once, before a build that takes about a minute
 
 
 def _cache_dir(flags: list[str]) -> Path:
@@ -58,13 +67,25 @@ def load():
         return None
     for flags in (CFLAGS + GCC_EXTRA, CFLAGS):
         try:
-            _module = _build(flags, announce=flags is not CFLAGS)  # said once, not for the fallback
-            return _module
+            module = _build(flags, announce=flags is not CFLAGS)  # said once, not for the fallback
         except Exception as e:  # no compiler, no ninja, no headers: the torch path gives the same results
             _error = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
-    print(f"shazip: the native int8 engine could not be built ({_error}); using the slower torch "
-          f"engine, which gives the same archives", file=sys.stderr, flush=True)
+            continue
+        check_contract(module.contract())
+        _module, _error = module, None
+        return _module
     return None
+
+
+def check_contract(compiled: dict) -> None:
+    """Refuses a compiled step whose constants or tables differ from quant.py's (its tensor
+    names are compared with the model's in `NativeModel`)."""
+    expected = dict(CONTRACT, TABLES=list(TABLES))
+    compiled = {k: v for k, v in compiled.items() if not k.endswith("_TENSORS")}
+    for key in sorted(set(expected) | set(compiled)):
+        if expected.get(key) != compiled.get(key):
+            raise ContractError(f"the compiled int8 step does not match quant.py ({key}: {compiled.get(key)!r} "
+                                f"compiled, {expected.get(key)!r} expected); reinstall shazip or set SHAZIP_NATIVE=0")
 
 
 def _build(flags: list[str], announce: bool):
@@ -90,8 +111,8 @@ def _build(flags: list[str], announce: bool):
     lock = out / "lock"  # torch's build lock; one left by a killed build would block forever
     if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
         lock.unlink(missing_ok=True)
-    if announce and not any(out.glob("*.so")):
-        print("shazip: building the native int8 engine (once per machine)...", file=sys.stderr, flush=True)
+    if announce and on_build is not None and not any(out.glob("*.so")):
+        on_build("building the native int8 engine (once per machine)...")
     return build(name=name, sources=[str(SOURCE)], build_directory=str(out),
                  extra_cflags=flags, extra_ldflags=["-fopenmp"], verbose=False)
 
@@ -112,18 +133,25 @@ class NativeState:
     pos: int = 0
 
 
-def _block_tensors(b: dict) -> tuple[list[torch.Tensor], list[int]]:
-    """A block's constants in the order native.cpp's Model constructor reads them."""
-    lstm, boom = b["lstm"], b["boom"]
-    t = [b["ln_start"].gain, b["ln_start"].bias, *lstm.weights, *lstm.mults, lstm.bias,
-         b["ln_ff"].gain, b["ln_ff"].bias, b["ln_xff"].gain, b["ln_xff"].bias, *boom.weights, *boom.mults, boom.bias]
-    shifts = [lstm.shift, boom.shift]
+def _linear(name: str, lin) -> dict[str, torch.Tensor]:
+    t = {f"{name}.w{p}": w for p, w in enumerate(lin.weights)} | {f"{name}.m{p}": m for p, m in enumerate(lin.mults)}
+    return t | {f"{name}.bias": lin.bias}
+
+
+def _norm(name: str, norm) -> dict[str, torch.Tensor]:
+    return {f"{name}.gain": norm.gain, f"{name}.bias": norm.bias}
+
+
+def block_tensors(b: dict) -> tuple[dict[str, torch.Tensor], dict[str, int]]:
+    """A block of quant.IntModel as native.cpp's named tensors and shifts."""
+    t = _norm("ln_start", b["ln_start"]) | _linear("lstm", b["lstm"]) | _norm("ln_ff", b["ln_ff"]) \
+        | _norm("ln_xff", b["ln_xff"]) | _linear("boom", b["boom"])
+    shifts = {"lstm": b["lstm"].shift, "boom": b["boom"].shift}
     if "q" in b:
-        q = b["q"]
-        t += [b["ln_mem"].gain, b["ln_mem"].bias, b["ln_mid"].gain, b["ln_mid"].bias, *q.weights, *q.mults, q.bias,
-              b["q_ln"].gain, b["q_ln"].bias, b["vs"]]
-        shifts.append(q.shift)
-    return [x.contiguous() for x in t], shifts
+        t |= _norm("ln_mem", b["ln_mem"]) | _norm("ln_mid", b["ln_mid"]) | _linear("q", b["q"]) \
+            | _norm("q_ln", b["q_ln"]) | {"vs": b["vs"]}
+        shifts["q"] = b["q"].shift
+    return {k: v.contiguous() for k, v in t.items()}, shifts
 
 
 class NativeModel:
@@ -136,12 +164,17 @@ class NativeModel:
         if im.device.type != "cpu":
             raise RuntimeError("the native engine runs on the CPU")
         self.cfg, self.device = im.cfg, im.device
-        blocks = [_block_tensors(b) for b in im.blocks]
-        out = im.out
+        blocks = [block_tensors(b) for b in im.blocks]
+        out = {k: v.contiguous() for k, v in _linear("out", im.out).items()}
+        layout = mod.contract()
+        for i, (t, _) in enumerate(blocks):
+            names = layout["BLOCK_TENSORS"] + (layout["ATTN_TENSORS"] if "vs" in t else [])
+            if sorted(t) != sorted(names):
+                raise ContractError(f"block {i}: quant.py's tensors {sorted(set(t) ^ set(names))} are not the "
+                                    f"compiled step's; reinstall shazip or set SHAZIP_NATIVE=0")
         self._m = mod.Model(im.cfg.d_model, im.cfg.d_boom, im.cfg.mem_len, im.embed.contiguous(),
-                            [t for t, _ in blocks], [s for _, s in blocks],
-                            [*out.weights, *out.mults, out.bias], out.shift,
-                            [im.tables[k].contiguous() for k in ("sigmoid", "tanh", "gelu", "exp_att", "exp_out")])
+                            [t for t, _ in blocks], [s for _, s in blocks], out, im.out.shift,
+                            {k: v.contiguous() for k, v in im.tables.items()})
 
     def init_state(self, batch: int) -> NativeState:
         c = self.cfg

@@ -26,7 +26,8 @@ Fixed point. The residual stream is int32 in units of 2**-FRAC (FRAC = 10), clam
 or [0, EXP_RANGE) (exp). A matmul input is quantized per row (per lane) with a dynamic scale:
 q = round(127 y / e), e = max|y| of the row, so no calibration data is needed; weights are
 quantized per output channel, w = s_j q_j, s_j = max|w_j| / 127. Training's QAT phase
-(`fake_quant_rows`) applies the same two quantizers in float so the model learns to live with them.
+(`model.fake_quant_rows`) applies the same two quantizers in float so the model learns to live
+with them.
 
 The step has two implementations that must give the same integers: `IntModel.step` below (plain
 torch, any device) and `native.cpp` (CPU, compiled on first use); tests/test_native.py compares
@@ -65,19 +66,15 @@ EXP_OUT_FRAC = 30
 MIX_MASS = 1 << 17  # attention weights are integers summing to at most this (see `_attend`)
 MULT_BITS = 15  # per-channel multipliers are scaled to at most 2**15
 INT64_SAFE = 1 << 62
+NORM_GAIN_BITS = 16  # LayerNorm gains carry 16 extra bits (QNorm)
+TABLES = ("sigmoid", "tanh", "gelu", "exp_att", "exp_out")
+# What the compiled step (native.cpp) must have been built with: native.py compares its
+# `contract()` with this and refuses to run on any difference.
+CONTRACT = {"FRAC": FRAC, "R_MAX": R_MAX, "LUT_RANGE": LUT_RANGE, "GATE_FRAC": GATE_FRAC, "C_MAX": C_MAX,
+            "EXP_ATT_RANGE": EXP_ATT_RANGE, "EXP_OUT_RANGE": EXP_OUT_RANGE, "MIX_MASS": MIX_MASS,
+            "NORM_GAIN_BITS": NORM_GAIN_BITS}
 
-
-# ----------------------------------------------------------------------------------------------
-# Fake quantization for QAT (float, differentiable by straight-through estimation)
-
-def _ste(x: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    return x + (q - x).detach()
-
-
-def fake_quant_rows(x: torch.Tensor) -> torch.Tensor:
-    """Per-row dynamic int8, as the engine quantizes every matmul input."""
-    e = x.detach().abs().amax(dim=-1, keepdim=True).clamp_min(1e-12)
-    return _ste(x, torch.round(x * (127 / e)) * (e / 127))
+Rows = tuple[torch.Tensor, torch.Tensor]  # an int8 file's matrix: int8 q [N, K], float32 scale [N]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -160,6 +157,17 @@ def quantize_weight(w: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(_rint(wf / s[:, None]), -127, 127).astype(np.int8), s
 
 
+def stored_weight(q: torch.Tensor, scale: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """`quantize_weight` of an int8 file's matrix, straight from its integers: q as stored, and
+    the scale quantizing the float32 weights q * scale would derive, max_j |f32(q_j scale)| / 127
+    = f32(max_j |q_j| scale) / 127 (float32 rounding is monotonic and symmetric). Saving checks
+    that those weights quantize back to q, so both paths give the same constants."""
+    m = q.to(torch.int32).abs().amax(dim=1).float()
+    s = _f64(m * scale.float()) / 127
+    s[s == 0] = 1.0
+    return q.numpy().astype(np.int8), s
+
+
 def _shift_for(total_at_shift0: float, what: str) -> int:
     """The largest shift (most precision) keeping a sum whose bound at shift 0 is given below 2**61."""
     _fits(what, total_at_shift0)
@@ -223,12 +231,13 @@ class QLinear:
     shift: int
 
     @staticmethod
-    def build(parts: list[tuple[torch.Tensor, float, int]], bias: torch.Tensor | None, what: str) -> "QLinear":
-        """parts: (float weight [N, K], unit, e_max) per input."""
-        quantized = [quantize_weight(w) for w, _, _ in parts]
-        factors = [s * unit * ONE / 127 for (_, s), (_, unit, _) in zip(quantized, parts)]
+    def build(parts: list[tuple[torch.Tensor, float, int, Rows | None]], bias: torch.Tensor | None,
+              what: str) -> "QLinear":
+        """parts: (float weight [N, K], unit, e_max, the int8 file's (q, scale) or None) per input."""
+        quantized = [quantize_weight(w) if rows is None else stored_weight(*rows) for w, _, _, rows in parts]
+        factors = [s * unit * ONE / 127 for (_, s), (_, unit, _, _) in zip(quantized, parts)]
         b = _f64(bias) * ONE if bias is not None else np.zeros(parts[0][0].shape[0])
-        total = sum(w.shape[1] * 127 * 127 * e_max * float(f.max()) for f, (w, _, e_max) in zip(factors, parts))
+        total = sum(w.shape[1] * 127 * 127 * e_max * float(f.max()) for f, (w, _, e_max, _) in zip(factors, parts))
         shift = _shift_for(total + float(np.abs(b).max()) + 1, what)
         scale = 2.0 ** shift
         return QLinear([torch.from_numpy(q.T.copy()) for q, _ in quantized],
@@ -245,9 +254,6 @@ class QLinear:
     def to(self, device) -> "QLinear":
         return QLinear([w.to(device) for w in self.weights], [m.to(device) for m in self.mults],
                        self.bias.to(device), self.shift)
-
-
-NORM_GAIN_BITS = 16
 
 
 @dataclass
@@ -294,10 +300,13 @@ class IntState:
 
 
 class IntModel:
-    """The SHA-RNN in integers (rules at the top of this module). Built from a float model;
+    """The SHA-RNN in integers (rules at the top of this module). Built from a float model, and
+    from an int8 file's stored integers where it has them (`int8_rows`, by state-dict name);
     `step` mirrors `SHARNN.step` and returns integer frequencies [B, 256] (all >= 1)."""
 
-    def __init__(self, model: SHARNN, device: torch.device | str = "cpu") -> None:
+    def __init__(self, model: SHARNN, device: torch.device | str = "cpu",
+                 int8_rows: dict[str, Rows] | None = None) -> None:
+        rows = (int8_rows or {}).get
         cfg = model.cfg
         if model.attn.vq is not None:  # in-training model: collapse a copy (exact only via files)
             model = copy.deepcopy(model)
@@ -319,27 +328,29 @@ class IntModel:
             r = blk.rnn
             b = {"ln_start": QNorm.build(blk.ln_start, f"block {i} ln_start"),
                  # (one float32 addition of the two biases: a single IEEE operation, the same everywhere)
-                 "lstm": QLinear.build([(r.weight_ih_l0, unit, dyn), (r.weight_hh_l0, 1.0, 1)],
+                 "lstm": QLinear.build([(r.weight_ih_l0, unit, dyn, rows(f"blocks.{i}.rnn.weight_ih_l0")),
+                                        (r.weight_hh_l0, 1.0, 1, rows(f"blocks.{i}.rnn.weight_hh_l0"))],
                                        r.bias_ih_l0 + r.bias_hh_l0, f"block {i} lstm"),
                  "ln_ff": QNorm.build(blk.ln_ff, f"block {i} ln_ff"),
                  "ln_xff": QNorm.build(blk.ln_xff, f"block {i} ln_xff"),
-                 "boom": QLinear.build([(blk.boom.up.weight, unit, dyn)], blk.boom.up.bias, f"block {i} boom")}
+                 "boom": QLinear.build([(blk.boom.up.weight, unit, dyn, rows(f"blocks.{i}.boom.up.weight"))],
+                                       blk.boom.up.bias, f"block {i} boom")}
             if blk.attn is not None:
                 a = blk.attn
                 # (qs*q).(ks*k)/sqrt(d): the gates and the scale fold into the query's LayerNorm.
                 fold = _exact_sigmoid(_f64(a.qs)) * _exact_sigmoid(_f64(a.ks)) / np.sqrt(np.float64(d))
                 b |= {"ln_mem": QNorm.build(blk.ln_mem, f"block {i} ln_mem"),
                       "ln_mid": QNorm.build(blk.ln_mid, f"block {i} ln_mid"),
-                      "q": QLinear.build([(a.q.weight, unit, dyn)], a.q.bias, f"block {i} query"),
+                      "q": QLinear.build([(a.q.weight, unit, dyn, rows(f"blocks.{i}.attn.q.weight"))], a.q.bias,
+                                         f"block {i} query"),
                       "q_ln": QNorm.build(a.q_ln, f"block {i} q_ln", fold),
                       "vs": torch.from_numpy(_rint(_f64(a.vs) * 2.0 ** 20))}
                 if np.abs(_f64(a.vs)).max() > 1:
                     raise ModelError("value gate outside [-1, 1]")
             self.blocks.append({k_: (v.to(self.device) if hasattr(v, "to") else v) for k_, v in b.items()})
-        self.out = QLinear.build([(model.embed.weight, unit, dyn)], model.out_bias, "output").to(self.device)
+        self.out = QLinear.build([(model.embed.weight, unit, dyn, None)], model.out_bias, "output").to(self.device)
         self.embed = self.embed.to(self.device)
-        self.tables = {name: torch.from_numpy(_table(name)).to(self.device)
-                       for name in ("sigmoid", "tanh", "gelu", "exp_att", "exp_out")}
+        self.tables = {name: torch.from_numpy(_table(name)).to(self.device) for name in TABLES}
 
     def init_state(self, batch: int) -> IntState:
         c, dev = self.cfg, self.device

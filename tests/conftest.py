@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from shazip.model import SHARNN, get_config
-from shazip.models import load_model, save_model
+from shazip.modelfile import load_model, save_model
 
 DATA = Path(__file__).parent / "data"
 

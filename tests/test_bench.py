@@ -13,7 +13,8 @@ import pytest
 
 from click.testing import CliRunner
 
-from shazip import bench, models
+from shazip import modelfile as models
+from shazip.bench import enwik8, runner as bench
 from shazip.cli import main
 from shazip.errors import ModelError, ShazipError, UsageError
 
@@ -38,7 +39,8 @@ def test_bench_writes_every_column_for_every_compressor(result, text):
     out, r, stdout = result
     assert r["input"]["bytes"] == 6000
     names = [(row["compressor"], row["level"]) for row in r["rows"]]
-    assert names[0][0] == "shazip" and [n for n in names[1:]] == [(b.name, b.level) for b in bench.BASELINES]
+    here = [(b.name, b.level) for b in bench.BASELINES if b.python or bench.shutil.which(b.compress[0])]
+    assert names[0][0] == "shazip" and names[1:] == here  # tools without a Python fallback: where installed
     for row in r["rows"]:
         assert ROW_KEYS <= set(row), row["compressor"]
         assert row["original_bytes"] == 6000 and row["round_trip"] is True
@@ -55,7 +57,10 @@ def test_bench_shazip_row_totals_add_up(result):
     e, h = row["extra"], row["extra"]["hutter"]
     assert h["archive_bytes"] == row["archive_bytes"]
     assert h["model_file_bytes"] == TRAINED.stat().st_size
-    assert h["source_zip_bytes"] == len(bench.package_source_zip())
+    assert h["source_zip_bytes"] == len(bench._zip(bench.decoder_source(h["decoder_modules"])))
+    assert h["source_zip_bytes"] < h["package_zip_bytes"]  # the tools are not part of the decoder
+    assert "shazip.quant" in h["decoder_modules"] and "shazip.rangecoder" in h["decoder_modules"]
+    assert not [m for m in h["decoder_modules"] if m.startswith(("shazip.train", "shazip.bench"))]
     assert h["total_bytes"] == h["archive_bytes"] + h["model_file_bytes"] + h["source_zip_bytes"]
     projected = round(row["archive_bytes"] / 6000 * bench.ENWIK8_BYTES)
     assert h["projected_enwik8_total_bytes"] == projected + h["model_file_bytes"] + h["source_zip_bytes"]
@@ -92,8 +97,30 @@ def test_python_fallbacks_round_trip(tmp_path, text, monkeypatch):
     src.write_bytes(text[:3000])
     for b in bench.BASELINES:
         row = bench.run_baseline(b, src, tmp_path, 3000)
+        if b.python is None:  # zpaq, 7-Zip, brotli: only the real tools
+            assert row is None
+            continue
         assert row.round_trip and row.implementation == f"python {b.python}"
         assert 0 < row.archive_bytes < 3000
+
+
+def test_suite_table(tmp_path, text):
+    """`shazip bench --suite DIR`: every file of the folder, a row each, winners and totals."""
+    d = tmp_path / "suite"
+    d.mkdir()
+    (d / "a.xml").write_bytes(text[:3000])
+    (d / "b.xml").write_bytes(text[3000:5000])
+    p = subprocess.run([sys.executable, "-m", "shazip", "bench", "--suite", str(d), "--model", str(TRAINED),
+                        "--lanes", "2", "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    r = json.loads((tmp_path / "out" / "suite.json").read_text())
+    assert [f["file"] for f in r["files"]] == ["a.xml", "b.xml"]
+    assert all(row["round_trip"] for f in r["files"] for row in f["rows"])
+    table = (tmp_path / "out" / "suite.md").read_text()
+    assert table == p.stdout and "| a.xml | 3,000 |" in table and "| **total** | 5,000 |" in table
+    shazip_total = sum(f["rows"][0]["archive_bytes"] for f in r["files"])
+    assert f"**{shazip_total:,}**" in table
 
 
 def test_select_input_splits_and_limits(tmp_path):
@@ -119,23 +146,23 @@ def test_fetch_enwik8_refuses_a_wrong_checksum_and_leaves_nothing(tmp_path):
     url = _zip_with(tmp_path, "enwik8", b"not enwik8")
     dest = tmp_path / "d"
     with pytest.raises(ShazipError, match="refused"):
-        bench.fetch_enwik8(dest, url)
+        enwik8.fetch_enwik8(dest, url)
     assert list(dest.iterdir()) == []
 
 
 def test_fetch_enwik8_keeps_a_verified_file(tmp_path):
     content = b"pretend this is enwik8"
     url = _zip_with(tmp_path, "enwik8", content)
-    path = bench.fetch_enwik8(tmp_path / "d", url, sha256=hashlib.sha256(content).hexdigest())
+    path = enwik8.fetch_enwik8(tmp_path / "d", url, sha256=hashlib.sha256(content).hexdigest())
     assert path.read_bytes() == content and sorted(p.name for p in path.parent.iterdir()) == ["enwik8"]
 
 
 def test_fetch_enwik8_errors(tmp_path):
     with pytest.raises(ShazipError, match="does not contain enwik8"):
-        bench.fetch_enwik8(tmp_path / "a", _zip_with(tmp_path, "other", b"x"))
+        enwik8.fetch_enwik8(tmp_path / "a", _zip_with(tmp_path, "other", b"x"))
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"this is no zip")
     with pytest.raises(ShazipError, match="not a zip"):
-        bench.fetch_enwik8(tmp_path / "b", bad.as_uri())
+        enwik8.fetch_enwik8(tmp_path / "b", bad.as_uri())
     with pytest.raises(ShazipError, match="cannot download"):
-        bench.fetch_enwik8(tmp_path / "c", (tmp_path / "nothing.zip").as_uri())
+        enwik8.fetch_enwik8(tmp_path / "c", (tmp_path / "nothing.zip").as_uri())

@@ -26,14 +26,12 @@ import time
 from pathlib import Path
 
 import pytest
-import zstandard
 from click.testing import CliRunner
 
 from shazip.api import compress as api_compress
-from shazip.api import decompress as api_decompress
 from shazip.cli import main
 from shazip.container import ArchiveReader, Method
-from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
+from shazip.testing import payload_spans
 
 ZEROS = b"\x00" * 600  # 3 model-coded blocks of 200 bytes (1 lane each)
 ZEROS_BLOCK = 200
@@ -74,23 +72,6 @@ def assert_fails(r, phrase: str, d: Path, before: list[str], code: int | None = 
     return lines[0]
 
 
-def payload_spans(archive: bytes) -> list[tuple[int, int, Method]]:
-    """(offset, length, method) of every block's payload, found with the archive reader."""
-    reader = ArchiveReader(io.BytesIO(archive))
-    spans = []
-    for bh, payload in reader.blocks():
-        start = reader.bytes_read - bh.payload_len
-        assert archive[start : start + bh.payload_len] == payload
-        spans.append((start, bh.payload_len, bh.method))
-    return spans
-
-
-def flip(data: bytes, offset: int, bit: int) -> bytes:
-    b = bytearray(data)
-    b[offset] ^= 1 << bit
-    return bytes(b)
-
-
 def cli_round_trip(tmp_path: Path, data: bytes, model: Path, *extra) -> Path:
     src = tmp_path / "in.bin"
     src.write_bytes(data)
@@ -117,13 +98,6 @@ def model_archive(random_model) -> bytes:
     a = api_compress(ZEROS, model=random_model, methods=frozenset({Method.MODEL}),
                      block_size=ZEROS_BLOCK, threads=1)
     assert [m for _, _, m in payload_spans(a)] == [Method.MODEL] * 3
-    return a
-
-
-@pytest.fixture(scope="module")
-def zstd_archive(random_model, text) -> bytes:
-    a = api_compress(text[:6000], model=random_model, methods=frozenset({Method.ZSTD}), block_size=2000)
-    assert [m for _, _, m in payload_spans(a)] == [Method.ZSTD] * 3
     return a
 
 
@@ -207,7 +181,8 @@ def test_round_trip_through_a_pipe(tmp_path, random_model_path, text):
     comp.stderr.close()
     assert comp.wait(timeout=120) == 0, comp_err
     assert dec.returncode == 0, dec_err
-    assert comp_err == b"" and dec_err == b""
+    building = b"shazip: building the native int8 engine (once per machine)...\n"  # only on a first use
+    assert comp_err.replace(building, b"") == b"" and dec_err.replace(building, b"") == b""
     assert out == data
     assert listing(tmp_path) == []
 
@@ -342,37 +317,6 @@ def test_truncated_archive_to_stdout_fails(random_model_path, raw_archive):
     assert "truncated" in r.stderr
 
 
-def test_model_block_bitflip_names_the_block(tmp_path, random_model_path, model_archive):
-    """A flipped payload bit of model-coded block 1 is caught and the message names block 1."""
-    start, n, method = payload_spans(model_archive)[1]
-    assert method == Method.MODEL and n > 5
-    arc = write(tmp_path, "z.shz", flip(model_archive, start + 5, 4))
-    before = listing(tmp_path)
-    msg = assert_fails(run("decompress", arc, "--model", random_model_path, "-q"), "block 1", tmp_path, before,
-                       code=1)
-    assert "checksum mismatch" in msg or "damaged" in msg
-
-
-def test_model_coder_failure_names_the_block(tmp_path, random_model_path, random_model, model_archive):
-    """Some flips make the range decoder itself fail (not the checksum): that message must name
-    the block too. Searches block 1's payload for such a flip."""
-    start, n, _ = payload_spans(model_archive)[1]
-    for pos, bit in ((p, b) for p in range(n) for b in (7, 0)):
-        bad = flip(model_archive, start + pos, bit)
-        try:
-            api_decompress(bad, model=random_model)
-        except CorruptArchive as e:
-            if "model-coded data is damaged" in str(e):
-                break
-        except ShazipError:
-            pass
-    else:
-        pytest.fail("no flip in block 1 reached the range decoder's own error")
-    arc = write(tmp_path, "z.shz", bad)
-    before = listing(tmp_path)
-    assert_fails(run("decompress", arc, "--model", random_model_path, "-q"), "block 1", tmp_path, before, code=1)
-
-
 def test_model_not_found_on_compress(tmp_path):
     src = write(tmp_path, "a.txt", b"hello")
     assert_fails(run("compress", src, "--model", "/nonexistent"), "model not found", tmp_path, ["a.txt"], code=1)
@@ -440,74 +384,12 @@ def test_failed_decompress_with_force_keeps_existing_output(tmp_path, random_mod
 
 
 @pytest.mark.parametrize("args, phrase", [
-    (["--block-size", "0"], "--block-size must be between"),
-    (["--lanes", "0"], "--lanes must be between"),
+    (["--block-size", "0"], "block size must be between"),
+    (["--lanes", "0"], "lanes must be between"),
 ], ids=["block-size-0", "lanes-0"])
 def test_bad_numeric_options(tmp_path, random_model_path, args, phrase):
     src = write(tmp_path, "a.txt", b"hello")
     assert_fails(run("compress", src, "--model", random_model_path, *args), phrase, tmp_path, ["a.txt"], code=2)
-
-
-# ---------------------------------------------------------------- 4. flipped bits in zstd / raw blocks
-
-
-def test_raw_block_bitflip_names_the_block(tmp_path, random_model_path, raw_archive):
-    start, n, _ = payload_spans(raw_archive)[1]
-    arc = write(tmp_path, "r.shz", flip(raw_archive, start + n // 2, 0))
-    before = listing(tmp_path)
-    msg = assert_fails(run("decompress", arc, "--model", random_model_path), "block 1", tmp_path, before, code=1)
-    assert "checksum mismatch" in msg
-
-
-def test_zstd_block_bitflip_names_the_block(tmp_path, random_model, random_model_path, zstd_archive):
-    """A flip in the compressed body that zstd decodes to wrong bytes: caught by the checksum."""
-    start, n, _ = payload_spans(zstd_archive)[1]
-    for off in range(start + n // 2, start + n):
-        bad = flip(zstd_archive, off, 0)
-        try:
-            api_decompress(bad, model=random_model)
-        except ChecksumMismatch:
-            break
-        except ShazipError:
-            continue
-    else:
-        pytest.fail("no flip in the second half of the zstd payload gave a checksum mismatch")
-    arc = write(tmp_path, "s.shz", bad)
-    before = listing(tmp_path)
-    msg = assert_fails(run("decompress", arc, "--model", random_model_path), "block 1", tmp_path, before, code=1)
-    assert "checksum mismatch" in msg
-
-
-def test_zstd_frame_damage_names_the_block(tmp_path, random_model_path, zstd_archive):
-    """A flip zstd itself rejects (here: in the frame magic) must name the block as well."""
-    start, _, _ = payload_spans(zstd_archive)[1]
-    arc = write(tmp_path, "s.shz", flip(zstd_archive, start, 0))
-    before = listing(tmp_path)
-    assert_fails(run("decompress", arc, "--model", random_model_path), "block 1", tmp_path, before, code=1)
-
-
-def test_zstd_declared_size_bitflip_is_a_clean_error(tmp_path, random_model_path, zstd_archive):
-    start, n, _ = payload_spans(zstd_archive)[1]
-    # byte 4 of a zstd frame is the frame header descriptor; bit 7 turns a 2-byte content size
-    # into an 8-byte one, read from the bytes that follow
-    bad = flip(zstd_archive, start + 4, 7)
-    declared = zstandard.get_frame_parameters(bad[start : start + n]).content_size
-    if declared < 1 << 40:  # only run where the allocation is certain to fail fast
-        pytest.skip(f"flipped frame declares only {declared} bytes")
-    arc = write(tmp_path, "s.shz", bad)
-    before = listing(tmp_path)
-    assert_fails(run("decompress", arc, "--model", random_model_path), "block 1", tmp_path, before, code=1)
-
-
-def test_every_block_header_bit_is_checked(tmp_path, random_model_path, raw_archive):
-    """Sanity of the framing through the CLI: a flipped byte in block 1's header names block 1."""
-    start, _, _ = payload_spans(raw_archive)[1]
-    bh = start - 24
-    for off in (bh + 1, bh + 9, bh + 17):
-        arc = write(tmp_path, "h.shz", flip(raw_archive, off, 2))
-        before = listing(tmp_path)
-        assert_fails(run("decompress", arc, "--model", random_model_path), "block 1", tmp_path, before, code=1)
-        arc.unlink()
 
 
 # ---------------------------------------------------------------- 5. info, models, misc
@@ -618,7 +500,7 @@ def test_two_processes_at_once(tmp_path, random_model_path, text):
 def test_memory_does_not_grow_with_the_input(tmp_path, random_model_path, text):
     """compress and decompress stream block by block through pipes: 64 MiB in costs no more
     peak memory than 4 MiB in (each process's own peak RSS, from wait4)."""
-    from shazip.bench import _measure
+    from shazip.bench.runner import _measure
     rng, peaks = random.Random(3), {}
     for mib in (4, 64):
         src = tmp_path / f"in{mib}"

@@ -16,7 +16,7 @@ import shazip
 from shazip.container import Method
 from shazip.errors import ShazipError
 
-from mutations import MUTATIONS, Layout, mutate
+from shazip.testing import MUTATIONS, Layout, mutate
 
 MODEL_AND_RAW = frozenset({Method.MODEL, Method.RAW})
 

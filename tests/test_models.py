@@ -11,9 +11,9 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from shazip import models
+from shazip import modelfile
 from shazip.errors import ModelError
-from shazip.models import load_model
+from shazip.modelfile import load_model
 
 
 class _Boom:
@@ -83,9 +83,9 @@ def test_non_finite_weights_are_refused(tmp_path, random_model_path):
 
 
 def test_a_damaged_bundled_model_is_refused(tmp_path, monkeypatch, random_model_path):
-    monkeypatch.setattr(models, "BUNDLED_DIR", tmp_path)
-    models.bundle_model(random_model_path, "m")
-    assert load_model("m").model_id == models.model_from_bytes(random_model_path.read_bytes(), "x").model_id
+    monkeypatch.setattr(modelfile, "BUNDLED_DIR", tmp_path)
+    modelfile.bundle_model(random_model_path, "m")
+    assert load_model("m").model_id == modelfile.model_from_bytes(random_model_path.read_bytes(), "x").model_id
     blob = bytearray((tmp_path / "m.safetensors").read_bytes())
     blob[-1] ^= 1
     (tmp_path / "m.safetensors").write_bytes(bytes(blob))
@@ -99,14 +99,24 @@ def test_int8_export_is_smaller_and_gives_the_engine_the_same_integers(tmp_path,
     import shazip
     from shazip import quant
     from shazip.container import Method
-    models.save_model(trained.model, tmp_path / "f.safetensors", "t")
-    models.save_model(trained.model, tmp_path / "q.safetensors", "t", int8=True)
+    modelfile.save_model(trained.model, tmp_path / "f.safetensors", "t")
+    modelfile.save_model(trained.model, tmp_path / "q.safetensors", "t", int8=True)
     f, q = load_model(tmp_path / "f.safetensors"), load_model(tmp_path / "q.safetensors")
     assert (tmp_path / "q.safetensors").stat().st_size < 0.5 * (tmp_path / "f.safetensors").stat().st_size
-    a, b = quant.IntModel(f.model), quant.IntModel(q.model)
-    for ba, bb in zip(a.blocks, b.blocks):
-        for name in ("lstm", "boom"):
-            assert all(torch.equal(x, y) for x, y in zip(ba[name].weights, bb[name].weights))
+    assert not f.int8_rows and sorted(q.int8_rows) == sorted(
+        k for k, v in trained.model.state_dict().items() if v.dim() == 2 and k != "embed.weight")
+    # The engine from the int8 file's own integers equals the one from its weights expanded to
+    # float32 and quantized again (so archives made either way are the same), and its int8
+    # weights are the float file's.
+    a, b = quant.IntModel(f.model), quant.IntModel(q.model, int8_rows=q.int8_rows)
+    c = quant.IntModel(q.model)
+    for ba, bb, bc in zip(a.blocks, b.blocks, c.blocks):
+        for name in ("lstm", "boom", "q"):
+            if name in bb:
+                x, y, z = ba[name], bb[name], bc[name]
+                assert all(torch.equal(u, v) for u, v in zip(x.weights, y.weights))
+                assert all(torch.equal(u, v) for u, v in zip(y.weights + y.mults, z.weights + z.mults))
+                assert torch.equal(y.bias, z.bias) and y.shift == z.shift
     assert torch.equal(a.embed, b.embed) and torch.equal(a.out.weights[0], b.out.weights[0])
     data = text[:3000]
     blob = shazip.compress(data, model=q, methods=frozenset({Method.MODEL}), lanes=4)
@@ -116,7 +126,7 @@ def test_int8_export_is_smaller_and_gives_the_engine_the_same_integers(tmp_path,
 
 
 def test_bad_int8_tensors_are_refused(tmp_path, trained):
-    models.save_model(trained.model, tmp_path / "q.safetensors", "t", int8=True)
+    modelfile.save_model(trained.model, tmp_path / "q.safetensors", "t", int8=True)
     meta, tensors = _parts(tmp_path / "q.safetensors")
     key = next(k for k in tensors if k.endswith(".scale"))
     tensors[key] = tensors[key][:-1].clone()

@@ -12,12 +12,13 @@ import torch
 
 import shazip
 from shazip import native, quant
-from shazip.codec import IntEngine, model_encode
+from shazip.codec import model_encode
 from shazip.container import Method
+from shazip.engines import IntEngine
+from shazip.errors import ContractError
 from shazip.model import SHARNN, Config
-from shazip.models import load_model
-
-from int_tables import lanes_of, run, run_with_threads
+from shazip.modelfile import load_model
+from shazip.testing import lanes_of, run, run_with_threads
 
 DATA = Path(__file__).parent / "data"
 
@@ -63,3 +64,22 @@ def test_native_and_torch_engines_write_the_same_archive(trained, text):
     assert a == b
     blob = shazip.compress(data, model=trained, lanes=4, methods=frozenset({Method.MODEL}))
     assert shazip.decompress(blob, model=trained) == data
+
+
+def test_contract_of_the_compiled_step_is_checked():
+    """The compiled step reports its constants and tables; they equal quant.py's, and any
+    difference (here: one constant, one table name) is refused with a clear error."""
+    compiled = native.load().contract()
+    native.check_contract(compiled)
+    for key, wrong in (("FRAC", quant.FRAC + 1), ("TABLES", list(quant.TABLES)[::-1])):
+        with pytest.raises(ContractError, match=key):
+            native.check_contract(dict(compiled, **{key: wrong}))
+
+
+def test_tensor_layout_of_the_compiled_step_is_checked(trained, monkeypatch):
+    """A block whose named tensors are not the compiled step's is refused, not run."""
+    im = quant.IntModel(trained.model)
+    real = native.block_tensors
+    monkeypatch.setattr(native, "block_tensors", lambda b: ({**real(b)[0], "extra": torch.zeros(1)}, real(b)[1]))
+    with pytest.raises(ContractError, match="extra"):
+        native.NativeModel(im)

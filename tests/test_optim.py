@@ -8,7 +8,7 @@ import io
 import pytest
 import torch
 
-from shazip.optim import Lamb, make_optimizer
+from shazip.train.optim import Lamb, make_optimizer
 
 LR = 0.1
 EPS = 1e-6

@@ -19,13 +19,14 @@ from hypothesis import given, settings, strategies as st
 
 import shazip
 from shazip import quant
-from shazip.codec import IntEngine, model_encode
+from shazip.codec import model_encode
+from shazip.engines import IntEngine
 from shazip.container import ArchiveReader, Method
 from shazip.errors import ModelError
 from shazip.model import SHARNN, get_config
-from shazip.models import load_model
+from shazip.modelfile import load_model
 
-from int_tables import lanes_of, run, run_with_threads
+from shazip.testing import lanes_of, run, run_with_threads
 
 DATA = Path(__file__).parent / "data"
 MODEL_ONLY = frozenset({Method.MODEL})
@@ -164,7 +165,7 @@ def test_qlinear_matches_float(seed):
     w, b = torch.randn(48, 32, generator=g), torch.randn(48, generator=g)
     x = torch.randn(5, 32, generator=g) * 3
     xi = torch.round(x.double() * quant.ONE).to(torch.int64)
-    lin = quant.QLinear.build([(w, 1 / quant.ONE, quant.R_MAX)], b, "test")
+    lin = quant.QLinear.build([(w, 1 / quant.ONE, quant.R_MAX, None)], b, "test")
     got = lin([quant.quantize_rows(xi)]).double() / quant.ONE
     want = xi.double() / quant.ONE @ w.double().T + b.double()
     bound = (w.abs().sum(1)[None] * x.abs().amax(1, keepdim=True) / 127).double()

@@ -32,10 +32,10 @@ from safetensors.torch import load_file
 from shazip import quant
 from shazip.cli import main
 from shazip.container import ArchiveReader, Method
-from shazip.models import load_model
-from shazip.train import TrainArgs, lr_at, train
+from shazip.modelfile import load_model
+from shazip.train.trainer import TrainArgs, lr_at, train
 
-from int_tables import lanes_of, run
+from shazip.testing import lanes_of, run
 
 FIXTURE = Path(__file__).parent / "data" / "wiki.xml"
 VALID = 4000  # bytes held out at the end of the fixture
@@ -112,15 +112,15 @@ def free_port() -> int:
 # per reading: rank 1 finds a wall-clock checkpoint due at every step, rank 0 never does.
 SKEWED_CLOCK = """
 import os, types
-import shazip.train
+import shazip.train.trainer as trainer
 if os.environ["RANK"] == "1":
     import time
     calls = [0]
     def skewed():
         calls[0] += 1
         return time.time() + 3600.0 * calls[0]
-    shazip.train.time = types.SimpleNamespace(time=skewed)
-shazip.train.train_command()
+    trainer.time = types.SimpleNamespace(time=skewed)
+trainer.train_command()
 """
 
 

@@ -10,8 +10,10 @@ decompressed again and compared with the input (`round_trip`).
 
 shazip's row adds the model's cross-entropy (bits/byte under the integer engine's very rows
 the coder got) and the archive's overhead above it. The Hutter-style total counts what a
-decompressor needs besides the archive: the model file and the `shazip` package source,
-zipped; each is listed apart. For inputs that are not the whole of enwik8, a projected enwik8
+decompressor needs besides the archive: the model file and the source of the modules that
+`shazip decompress` of this very archive imports (found with `python -X importtime`; the
+C++ of a compiled step included), zipped; each is listed apart, with the whole package's
+zipped source beside it for reference. For inputs that are not the whole of enwik8, a projected enwik8
 total (measured bits/byte x 10**8 bytes, plus the decompressor) is given, labelled as such.
 
 Baselines run the system tools when they are on PATH (zstd, xz, bzip2, gzip) and otherwise
@@ -23,7 +25,7 @@ optional `bench` extra, matplotlib).
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -33,15 +35,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .errors import ShazipError, UsageError
+from ..errors import ShazipError, UsageError
 
-ENWIK8_URL = "http://mattmahoney.net/dc/enwik8.zip"
-ENWIK8_SHA256 = "2b49720ec4d78c3c9fabaee6e4179a5e997302b3a70029f30f2d582218c024a8"
 ENWIK8_BYTES = 100_000_000
 SPLITS = {"all": (0, None), "train": (0, 90_000_000), "valid": (90_000_000, 95_000_000),
           "test": (95_000_000, 100_000_000)}
@@ -49,13 +48,21 @@ SPLITS = {"all": (0, None), "train": (0, 90_000_000), "valid": (90_000_000, 95_0
 
 @dataclass(frozen=True)
 class Baseline:
-    """One standard compressor at one level: its command line, and the same format through
-    Python for machines without the tool."""
+    """One standard compressor at one level. Its commands filter stdin to stdout, or, when they
+    name `{out}` (the archive) and `{dir}` (a folder to extract into), work on files in the
+    work folder: the input as `in`, extracted again as `{dir}/in`. `python` names the same format
+    through Python for machines without the tool (None: the row is left out there)."""
     name: str
     level: str
     compress: list[str]
     decompress: list[str]
-    python: str  # a Python expression of `data`: compress and decompress functions, see _py_codec
+    python: str | None
+    key: str = ""  # file names in the work folder (defaults to python's)
+    version: tuple[str, ...] = ("--version",)  # arguments that make the tool print its version first
+
+    @property
+    def files(self) -> bool:
+        return "{out}" in self.compress
 
 
 BASELINES = [
@@ -65,6 +72,12 @@ BASELINES = [
     Baseline("xz", "-9e", ["xz", "-9e", "-c"], ["xz", "-d", "-c"], "xz9e"),
     Baseline("bzip2", "-9", ["bzip2", "-9", "-c"], ["bzip2", "-d", "-c"], "bzip2"),
     Baseline("gzip", "-9", ["gzip", "-9", "-n", "-c"], ["gzip", "-d", "-c"], "gzip"),
+    Baseline("brotli", "-q 11", ["brotli", "-q", "11", "-c"], ["brotli", "-d", "-c"], None, "brotli"),
+    # context mixing and PPM: the compressors shazip's adaptive stage is measured against
+    Baseline("zpaq", "-m5", ["zpaq", "a", "{out}", "in", "-m5"], ["zpaq", "x", "{out}", "-to", "{dir}"], None,
+             "zpaq", ()),
+    Baseline("7-Zip PPMd", "o=16 mem=1g", ["7zz", "a", "-bd", "-m0=PPMd:o=16:mem=1g", "{out}", "in"],
+             ["7zz", "e", "-bd", "{out}", "-o{dir}"], None, "ppmd", ()),
 ]
 
 
@@ -108,11 +121,11 @@ open(sys.argv[1], "w").write(json.dumps({"seconds": time.perf_counter() - t, "ma
                                           "code": os.waitstatus_to_exitcode(status)}))"""
 
 
-def _measure(cmd: list[str], stdin: Path | None = None, stdout: Path | None = None) -> Run:
+def _measure(cmd: list[str], stdin: Path | None = None, stdout: Path | None = None, cwd: Path | None = None) -> Run:
     with tempfile.NamedTemporaryFile(suffix=".json") as rep:
         with open(stdin or os.devnull, "rb") as fin, open(stdout or os.devnull, "wb") as fout:
             p = subprocess.run([sys.executable, "-S", "-c", _LAUNCH, rep.name] + cmd, stdin=fin, stdout=fout,
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.PIPE, cwd=cwd)
         r = json.loads(Path(rep.name).read_text() or "{}")
     if p.returncode != 0 or r.get("code") != 0:
         raise ShazipError(f"{' '.join(cmd[:3])}... failed: {p.stderr.decode(errors='replace').strip()[-300:]}")
@@ -156,27 +169,42 @@ def _same(a: Path, b: Path) -> bool:
                 return True
 
 
-def run_baseline(b: Baseline, src: Path, work: Path, n: int) -> Row:
-    arc, back = work / f"{b.python}.out", work / f"{b.python}.back"
+def _tool_version(tool: str, args: tuple[str, ...]) -> str:
+    p = subprocess.run([tool, *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    lines = (p.stdout or p.stderr).strip().splitlines()
+    return lines[0].strip(" *") if lines else f"system {Path(tool).name}"
+
+
+def run_baseline(b: Baseline, src: Path, work: Path, n: int) -> Row | None:
+    """The baseline's row, or None where neither its tool nor a Python equivalent is here."""
+    key = b.key or b.python
+    arc, back = work / f"{key}.out", work / f"{key}.back"
     tool = shutil.which(b.compress[0])
-    if tool:
+    if tool and b.files:
+        shutil.copyfile(src, work / "in")  # the name archivers store: short, and the same for all
+        out_dir = work / f"{key}.d"
+        fill = lambda cmd: [a.replace("{out}", str(arc)).replace("{dir}", str(out_dir)) for a in cmd]  # noqa: E731
+        c = _measure(fill(b.compress), cwd=work)
+        d = _measure(fill(b.decompress), cwd=work)
+        back = out_dir / "in"
+    elif tool:
         c = _measure(b.compress, src, arc)
         d = _measure(b.decompress, arc, back)
-        version = subprocess.run([tool, "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        impl = (version.stdout or version.stderr).strip().splitlines()[0].strip(" *") or f"system {b.compress[0]}"
-    else:
+    elif b.python is not None:
         worker = [sys.executable, "-m", "shazip.bench", "_py", b.python]
         c = _measure(worker + ["c", str(src), str(arc)])
         d = _measure(worker + ["d", str(arc), str(back)])
-        impl = f"python {b.python}"
-    return _row(b.name, b.level, impl, n, arc, c, d, _same(src, back))
+        return _row(b.name, b.level, f"python {b.python}", n, arc, c, d, _same(src, back))
+    else:
+        return None
+    return _row(b.name, b.level, _tool_version(tool, b.version), n, arc, c, d, _same(src, back))
 
 
 def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: int) -> Row:
     """shazip compress (through the API, in its own process, to collect the cross-entropy)
     and `shazip decompress` (the command line), each timed end to end."""
-    from . import native
-    from .models import load_model
+    from .. import native
+    from ..modelfile import load_model
     loaded = load_model(model)
     native.load()  # a first use builds the native step (once per machine): not part of the timing
     arc, back, stats = work / "shazip.shz", work / "shazip.back", work / "shazip.stats.json"
@@ -189,7 +217,8 @@ def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: i
     ce = s["model_bits"] / s["model_bytes"] if s["model_bytes"] else None
     coder = 100 * (8 * s["chosen_payload"] / s["chosen_bits"] - 1) if s["chosen_bits"] else None
     model_bytes = loaded.path.stat().st_size if loaded.path else 0
-    source_zip = len(package_source_zip())
+    modules = decoder_modules(arc, model)
+    source_zip = len(_zip(decoder_source(modules)))
     extra = {
         "model": loaded.name, "model_id": loaded.id_hex, "engine": "int8", "lanes": lanes, "threads": threads,
         "model_bits_per_byte": round(ce, 4) if ce is not None else None,
@@ -197,6 +226,7 @@ def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: i
         "container_bytes": size - s["payload"],
         "blocks": s["methods"],
         "hutter": {"archive_bytes": size, "model_file_bytes": model_bytes, "source_zip_bytes": source_zip,
+                   "package_zip_bytes": len(_zip(package_source())), "decoder_modules": modules,
                    "total_bytes": size + model_bytes + source_zip},
     }
     if n != ENWIK8_BYTES and n:
@@ -206,22 +236,50 @@ def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: i
                 _same(src, back), **extra)
 
 
-def package_source_zip() -> bytes:
-    """The shazip package's source (Python files and the native step's C++), zipped
-    deterministically: the code part of the decompressor's size. Bundled models are counted
-    apart, as the model file."""
-    root = Path(__file__).parent
+def _zip(files: dict[str, bytes]) -> bytes:
+    """Files zipped deterministically (fixed dates, sorted names, deflate level 9)."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        for p in sorted(root.glob("*.py")) + sorted(root.glob("*.cpp")):
-            info = zipfile.ZipInfo(f"shazip/{p.name}", date_time=(1980, 1, 1, 0, 0, 0))
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, p.read_bytes(), compresslevel=9)
+            z.writestr(info, files[name], compresslevel=9)
     return out.getvalue()
 
 
+def package_source() -> dict[str, bytes]:
+    """Every source file of the shazip package (Python and C++), by path inside it."""
+    root = Path(__file__).parent.parent
+    return {f"shazip/{p.relative_to(root)}": p.read_bytes() for p in sorted(root.rglob("*.py")) + sorted(root.rglob("*.cpp"))}
+
+
+def decoder_modules(archive: Path, model: str) -> list[str]:
+    """The shazip modules that `shazip decompress` of this archive imports (from
+    `python -X importtime`, in a fresh process)."""
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "shazip", "decompress", str(archive), "-c", "-q",
+                        "--model", model], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise ShazipError(f"decompressing {archive} failed: {p.stderr.strip()[-300:]}")
+    names = {line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    return sorted(n for n in names if n == "shazip" or n.startswith("shazip."))
+
+
+def decoder_source(modules: list[str]) -> dict[str, bytes]:
+    """The source of those modules, with the C++ of any compiled step they build: the code part
+    of a decompressor. Bundled models are counted apart, as the model file."""
+    root = Path(__file__).parent.parent
+    files = {}
+    for name in modules:
+        path = Path(importlib.util.find_spec(name).origin)
+        files[f"shazip/{path.relative_to(root)}"] = path.read_bytes()
+        cpp = path.with_suffix(".cpp")
+        if cpp.exists():
+            files[f"shazip/{cpp.relative_to(root)}"] = cpp.read_bytes()
+    return files
+
+
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
     return __version__
 
 
@@ -292,7 +350,9 @@ def markdown(result: dict) -> str:
                       + f"container {e['container_bytes']} bytes; blocks {e['blocks']}.",
                   "", "| Hutter-style total | bytes |", "|---|---:|",
                   f"| archive | {h['archive_bytes']:,} |", f"| model file | {h['model_file_bytes']:,} |",
-                  f"| shazip source (zip) | {h['source_zip_bytes']:,} |", f"| **total** | **{h['total_bytes']:,}** |"]
+                  f"| decompressor source (zip of the {len(h['decoder_modules'])} modules decompression imports) | "
+                  f"{h['source_zip_bytes']:,} |", f"| **total** | **{h['total_bytes']:,}** |",
+                  "", f"(The whole package's source, tools included, zips to {h['package_zip_bytes']:,} bytes.)"]
         if "projected_enwik8_total_bytes" in h:
             lines.append(f"| enwik8 total, projected from {h['projected_from_bytes']:,} bytes | "
                          f"{h['projected_enwik8_total_bytes']:,} |")
@@ -323,6 +383,18 @@ def plot(result: dict, path: Path) -> bool:
     return True
 
 
+def _rows(src: Path, work: Path, n: int, model: str, lanes: int, threads: int, baselines: bool, log) -> list[dict]:
+    rows = []
+    log(f"shazip ({n:,} bytes)...")
+    rows.append(run_shazip(src, work, n, model, lanes, threads))
+    for b in BASELINES if baselines else []:
+        log(f"{b.name} {b.level}...")
+        row = run_baseline(b, src, work, n)
+        if row is not None:
+            rows.append(row)
+    return [asdict(r) for r in rows]
+
+
 def bench(data: Path, out: Path, model: str = "default", split: str = "all", limit: int | None = None,
           lanes: int = 64, threads: int = 1, baselines: bool = True, log=print) -> dict:
     """Runs the benchmark; writes out/bench.json, bench.md and (with matplotlib) bench.png."""
@@ -330,58 +402,74 @@ def bench(data: Path, out: Path, model: str = "default", split: str = "all", lim
     with tempfile.TemporaryDirectory(prefix="shazip-bench-") as tmp:
         work = Path(tmp)
         src, n = select_input(data, split, limit, work)
-        rows = []
-        log(f"shazip ({n:,} bytes)...")
-        rows.append(run_shazip(src, work, n, model, lanes, threads))
-        for b in BASELINES if baselines else []:
-            log(f"{b.name} {b.level}...")
-            rows.append(run_baseline(b, src, work, n))
+        rows = _rows(src, work, n, model, lanes, threads, baselines, log)
     result = {"input": {"path": str(data), "split": split, "limit": limit, "bytes": n}, "machine": machine(),
-              "rows": [asdict(r) for r in rows]}
+              "rows": rows}
     result["plot"] = str(out / "bench.png") if plot(result, out / "bench.png") else None
     (out / "bench.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "bench.md").write_text(markdown(result))
     return result
 
 
-def fetch_enwik8(dest_dir: Path, url: str = ENWIK8_URL, sha256: str = ENWIK8_SHA256) -> Path:
-    """Downloads the official enwik8 zip, unpacks enwik8 and keeps it only if its sha256 matches.
-    An explicit user command: nothing else in shazip touches the network."""
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    dest = dest_dir / "enwik8"
-    if dest.exists():
-        raise UsageError(f"'{dest}' already exists")
-    with tempfile.TemporaryDirectory(dir=dest_dir, prefix=".enwik8-") as tmp:
-        zpath = Path(tmp) / "enwik8.zip"
-        try:
-            with urllib.request.urlopen(url, timeout=60) as r, open(zpath, "wb") as f:
-                shutil.copyfileobj(r, f, 1 << 20)
-        except OSError as e:
-            raise ShazipError(f"cannot download {url}: {e}") from None
-        try:
-            with zipfile.ZipFile(zpath) as z:
-                if "enwik8" not in z.namelist():
-                    raise ShazipError(f"{url} does not contain enwik8")
-                part = Path(tmp) / "enwik8"
-                h = hashlib.sha256()
-                with z.open("enwik8") as fin, open(part, "wb") as fout:
-                    while chunk := fin.read(1 << 20):
-                        h.update(chunk)
-                        fout.write(chunk)
-        except zipfile.BadZipFile:
-            raise ShazipError(f"{url} is not a zip file") from None
-        if h.hexdigest() != sha256:
-            raise ShazipError(f"enwik8 from {url} has sha256 {h.hexdigest()}, expected {sha256}: refused")
-        os.replace(part, dest)
-    return dest
+def bench_suite(folder: Path, out: Path, model: str = "default", lanes: int = 64, threads: int = 1,
+                log=print) -> dict:
+    """Every file of `folder` (sorted by name) through shazip and every baseline; writes
+    out/suite.json and suite.md (per-file sizes, winners, totals)."""
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.stat().st_size) if folder.is_dir() else []
+    if not files:
+        raise UsageError(f"--suite {folder}: no files to benchmark")
+    out.mkdir(parents=True, exist_ok=True)
+    per_file = []
+    for f in files:
+        log(f"== {f.name}")
+        with tempfile.TemporaryDirectory(prefix="shazip-bench-") as tmp:
+            per_file.append({"file": f.name, "bytes": f.stat().st_size,
+                             "rows": _rows(f, Path(tmp), f.stat().st_size, model, lanes, threads, True, log)})
+    result = {"suite": str(folder), "machine": machine(), "files": per_file}
+    (out / "suite.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "suite.md").write_text(suite_markdown(result))
+    return result
+
+
+def _label(r: dict) -> str:
+    return r["compressor"] if r["compressor"] != "zstd" else f"zstd {r['level'].split()[0]}"
+
+
+def suite_markdown(result: dict) -> str:
+    """Bytes per file and compressor (bits/byte below each total), the winner of each file, and
+    shazip's size against zpaq -m5 and xz -9e where they ran."""
+    names = list(dict.fromkeys(_label(r) for f in result["files"] for r in f["rows"]))
+    head = "| file | bytes | " + " | ".join(names) + " | shazip model only | winner |"
+    lines = [f"Suite: {result['suite']}; {result['machine']['cpu']}, {result['machine']['date'][:10]}", "",
+             head, "|---|---:|" + "---:|" * len(names) + "---:|---|"]
+    totals = dict.fromkeys(names, 0)
+    n_total = model_bits = 0.0
+    for f in result["files"]:
+        by = {_label(r): r for r in f["rows"]}
+        best = min(by.values(), key=lambda r: r["archive_bytes"])
+        e = by["shazip"]["extra"]
+        cells = [f"{by[k]['archive_bytes']:,}" if k in by else "-" for k in names]
+        lines.append(f"| {f['file']} | {f['bytes']:,} | " + " | ".join(cells) +
+                     f" | {e['model_bits_per_byte']} | {_label(best)} |")
+        for k in names:
+            totals[k] += by[k]["archive_bytes"] if k in by else 0
+        n_total += f["bytes"]
+        model_bits += (e["model_bits_per_byte"] or 8) * f["bytes"]
+    lines.append(f"| **total** | {int(n_total):,} | " + " | ".join(f"**{totals[k]:,}**" for k in names) +
+                 f" | {model_bits / n_total:.3f} | {min(totals, key=totals.get)} |")
+    lines.append("| bits/byte | | " + " | ".join(f"{8 * totals[k] / n_total:.3f}" for k in names) + " | | |")
+    for peer in ("zpaq", "xz"):
+        if peer in totals and totals[peer]:
+            lines.append(f"\nshazip / {peer}: {totals['shazip'] / totals[peer]:.3f} over the suite")
+    return "\n".join(lines) + "\n"
 
 
 def _worker(argv: list[str]) -> None:
     """Processes the benchmark measures: `_shazip SRC ARCHIVE STATS MODEL LANES THREADS` and
     `_py KIND c|d SRC DST`."""
     if argv[0] == "_shazip":
-        from .api import compress_stream
-        from .codec import CodingStats
+        from ..api import compress_stream
+        from ..codec import CodingStats
         src, arc, stats_path, model, lanes, threads = argv[1:]
         stats = CodingStats()
         with open(src, "rb") as f, open(arc, "wb") as g:
@@ -395,6 +483,3 @@ def _worker(argv: list[str]) -> None:
     else:
         raise SystemExit(f"unknown worker command {argv[0]}")
 
-
-if __name__ == "__main__":
-    _worker(sys.argv[1:])

@@ -25,7 +25,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import click
@@ -35,9 +35,9 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .data import ByteStreams, Corpus
-from .errors import ShazipError, UsageError
-from .model import PRESETS, SHARNN, State, get_config
-from .models import save_model
+from ..errors import ShazipError, UsageError
+from ..model import PRESETS, SHARNN, State, get_config
+from ..modelfile import load_model, save_model
 from .optim import make_optimizer
 
 
@@ -55,6 +55,8 @@ class TrainArgs:
     optimizer: str = "lamb"
     weight_decay: float = 0.0
     dropout: float | None = None
+    mem_len: int | None = None
+    init: str | None = None
     valid_bytes: int = 2_000_000
     steps: int | None = None
     qat_steps: int = 0
@@ -194,9 +196,18 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
 
     # --- model and optimizer
     overrides = {} if args.dropout is None else {"dropout": args.dropout, "dropout_in": args.dropout}
-    cfg = get_config(args.config, **overrides)
+    if args.mem_len is not None:
+        overrides["mem_len"] = args.mem_len
     torch.manual_seed(args.seed)
-    model = SHARNN(cfg).to(device)
+    if args.init is not None:  # warm start: the shape and weights of an existing model file
+        start = load_model(args.init).model
+        cfg = replace(start.cfg, **overrides)
+        model = SHARNN(cfg)
+        model.load_state_dict(start.state_dict())
+        model = model.to(device)
+    else:
+        cfg = get_config(args.config, **overrides)
+        model = SHARNN(cfg).to(device)
     opt = make_optimizer(args.optimizer, model.parameters(), args.lr, args.weight_decay)
     rng = np.random.default_rng(args.seed)
     step, bytes_seen, state = 0, 0, model.init_state(args.batch, device)
@@ -338,6 +349,9 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
 @click.option("--optimizer", type=click.Choice(["lamb", "adamw"]), default="lamb", show_default=True)
 @click.option("--weight-decay", default=0.0, show_default=True)
 @click.option("--dropout", type=float, default=None, help="Override the preset's dropout.")
+@click.option("--mem-len", type=int, default=None, help="Override the attention memory length (states).")
+@click.option("--init", default=None,
+              help="Warm start from a model file or bundled name (its shape; --config is then ignored).")
 @click.option("--valid-bytes", default=2_000_000, show_default=True, help="Held out from the corpus end.")
 @click.option("--steps", type=int, default=None, help="Stop after this many steps in total.")
 @click.option("--qat-steps", default=0, show_default=True,
@@ -368,5 +382,3 @@ def train_command(quiet: bool, **kw) -> None:
         sys.exit(2)
 
 
-if __name__ == "__main__":
-    train_command()

@@ -4,10 +4,12 @@ A model's id is the sha256 of its file; archives record it, so a decoder can pro
 the very weights the encoder used.
 
 Weights are float32, or (`save_model(..., int8=True)`, the shipped form, ~4x smaller) the
-matrices as int8 rows with a float32 scale each ("W.q8", "W.scale"): loading multiplies them
-back in float32 (one IEEE rounding per weight, the same everywhere), and saving checks that the
-int8 engine, quantizing those float weights per row, gets back exactly the stored integers. Bundled models live in `shazip/models/` and are listed in
-`shazip/models/index.json` with their sha256, which is checked on every load.
+matrices as int8 rows with a float32 scale each ("W.q8", "W.scale"). The integer engine takes
+those integers as they are (`LoadedModel.int8_rows`); the float model gets them multiplied back
+in float32 (one IEEE rounding per weight, the same everywhere), and saving checks that
+quantizing those float weights per row gives back exactly the stored integers, so a float file
+and its int8 export run the same integer model. Bundled models live in `shazip/models/` and are
+listed in `shazip/models/index.json` with their sha256, which is checked on every load.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class LoadedModel:
     model: SHARNN
     info: dict = field(default_factory=dict)  # free-form figures recorded at export
     path: Path | None = None
+    # int8 files: each stored matrix as (int8 q [N, K], float32 scale [N]), for the integer engine
+    int8_rows: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
 
     @property
     def id_hex(self) -> str:
@@ -81,8 +85,9 @@ def _pack_int8(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
-def _unpack_int8(tensors: dict[str, torch.Tensor], where: str) -> dict[str, torch.Tensor]:
-    out = {}
+def _unpack_int8(tensors: dict[str, torch.Tensor], where: str):
+    """(float tensors for the model, {name: (int8 q, float32 scale)} of the int8 matrices)."""
+    out, rows = {}, {}
     for k, v in tensors.items():
         if k.endswith(".scale") and f"{k[:-6]}.q8" in tensors:
             continue
@@ -92,9 +97,10 @@ def _unpack_int8(tensors: dict[str, torch.Tensor], where: str) -> dict[str, torc
                     or tuple(scale.shape) != (v.shape[0],)):
                 raise ModelError(f"{where}: invalid model file (bad int8 tensor {base})")
             out[base] = v.float() * scale[:, None]
+            rows[base] = (v, scale)
         else:
             out[k] = v
-    return out
+    return out, rows
 
 
 def _write_atomic(path: Path, blob: bytes) -> None:
@@ -123,7 +129,7 @@ def model_from_bytes(blob: bytes, where: str, path: Path | None = None) -> Loade
     try:
         cfg = Config.from_dict(json.loads(meta["config"]))
         info = json.loads(meta.get("info", "{}"))
-        tensors = _unpack_int8(st_load(blob), where)
+        tensors, int8_rows = _unpack_int8(st_load(blob), where)
         with torch.device("meta"):  # shapes only: a hostile config cannot make us allocate
             expected = {k: tuple(v.shape) for k, v in SHARNN(cfg).state_dict().items()}
         got = {k: tuple(v.shape) for k, v in tensors.items()}
@@ -140,7 +146,8 @@ def model_from_bytes(blob: bytes, where: str, path: Path | None = None) -> Loade
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelError(f"{where}: invalid model file ({first})") from None
     model.eval()
-    return LoadedModel(meta.get("name", path.stem if path else "model"), hashlib.sha256(blob).digest(), model, info, path)
+    return LoadedModel(meta.get("name", path.stem if path else "model"), hashlib.sha256(blob).digest(), model, info,
+                       path, int8_rows)
 
 
 def bundled_index() -> dict[str, dict]:

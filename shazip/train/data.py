@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import zstandard
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 def _cache_dir() -> Path:

@@ -1,0 +1,60 @@
+"""The `shazip bench` and `shazip fetch-enwik8` commands (registered lazily by shazip.cli)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..cli import run_command
+from .enwik8 import ENWIK8_URL
+from .enwik8 import fetch_enwik8 as fetch
+from ..errors import UsageError
+from .runner import SPLITS, markdown, suite_markdown
+from .runner import bench as run_bench
+from .runner import bench_suite as run_suite
+
+
+@click.command()
+@click.option("--data", type=click.Path(path_type=Path), help="Input file (e.g. enwik8 or enwik6).")
+@click.option("--suite", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="A folder: every file in it, one table with per-file winners and totals.")
+@click.option("--split", type=click.Choice(list(SPLITS)), default="all", show_default=True,
+              help="enwik8's standard split: first 90M train, 5M valid, last 5M test.")
+@click.option("--limit", type=int, default=None, help="Only the first N bytes (of the split).")
+@click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
+@click.option("--lanes", default=64, show_default=True, help="Parallel lanes per block.")
+@click.option("--threads", default=1, show_default=True, help="CPU threads for shazip.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("bench-results"), show_default=True,
+              help="Folder for bench.json, bench.md and bench.png.")
+@click.option("--baselines/--no-baselines", default=True, show_default=True,
+              help="Also run zstd, xz, bzip2 and gzip.")
+def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, model: str, lanes: int,
+          threads: int, out: Path, baselines: bool) -> None:
+    """Benchmark shazip beside zstd, xz, bzip2, gzip, brotli, zpaq and 7-Zip PPMd (those
+    installed) on one file: sizes, speeds, memory, round trips, model cross-entropy and
+    Hutter-style totals; or, with --suite, on every file of a folder."""
+
+    def body() -> None:
+        if (data is None) == (suite is None):
+            raise UsageError("give either --data FILE or --suite DIR")
+        if suite is not None:
+            result = run_suite(suite, out, model, lanes, threads, log=lambda m: click.echo(m, err=True))
+            click.echo(suite_markdown(result), nl=False)
+            click.echo(f"wrote {out / 'suite.json'}, {out / 'suite.md'}", err=True)
+            return
+        result = run_bench(data, out, model, split, limit, lanes, threads, baselines,
+                           log=lambda m: click.echo(m, err=True))
+        click.echo(markdown(result), nl=False)
+        click.echo(f"wrote {out / 'bench.json'}, {out / 'bench.md'}"
+                   + (f", {result['plot']}" if result["plot"] else " (no plot: pip install 'shazip[bench]')"), err=True)
+
+    run_command(body)
+
+
+@click.command("fetch-enwik8")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--url", default=ENWIK8_URL, show_default=True, help="Where enwik8.zip is downloaded from.")
+def fetch_enwik8(directory: Path, url: str) -> None:
+    """Download enwik8 into DIRECTORY (needs the internet); its sha256 is verified, a mismatch refused."""
+    run_command(lambda: click.echo(f"wrote {fetch(directory, url)} (sha256 verified)"))

@@ -1,0 +1,6 @@
+"""Training tools, apart from the decoder: the trainer (`shazip train`), its corpora and its
+optimizer. Nothing in compression or decompression imports this package."""
+
+from .trainer import TrainArgs, train, train_command
+
+__all__ = ["TrainArgs", "train", "train_command"]

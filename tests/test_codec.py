@@ -1,0 +1,140 @@
+"""Tests for block coding (codec.py): lanes, the method choice, and damaged payloads of every
+method, each refused with an error that names the block."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import zstandard
+
+import shazip
+from shazip.codec import MIN_LANE, effective_lanes, encode_block, lane_lengths
+from shazip.container import Method
+from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
+from shazip.testing import flip, payload_spans
+
+MODEL_ONLY = frozenset({Method.MODEL})
+
+
+@pytest.fixture(scope="module")
+def model_archive(random_model) -> bytes:
+    """Three model-coded blocks of zero bytes (forced: the random model never beats zstd)."""
+    a = shazip.compress(b"\x00" * 600, model=random_model, methods=MODEL_ONLY, block_size=200)
+    assert [m for _, _, m in payload_spans(a)] == [Method.MODEL] * 3
+    return a
+
+
+@pytest.fixture(scope="module")
+def zstd_archive(random_model, text) -> bytes:
+    a = shazip.compress(text[:6000], model=random_model, methods=frozenset({Method.ZSTD}), block_size=2000)
+    assert [m for _, _, m in payload_spans(a)] == [Method.ZSTD] * 3
+    return a
+
+
+@pytest.fixture(scope="module")
+def raw_archive(random_model, text) -> bytes:
+    a = shazip.compress(text[:600], model=random_model, methods=frozenset({Method.RAW}), block_size=200)
+    assert [m for _, _, m in payload_spans(a)] == [Method.RAW] * 3
+    return a
+
+
+def refused(archive: bytes, model, kind: type[ShazipError] = ShazipError) -> str:
+    with pytest.raises(kind) as e:
+        shazip.decompress(archive, model=model)
+    return str(e.value)
+
+
+# ---------------------------------------------------------------- lanes and methods
+
+
+@pytest.mark.parametrize("n, lanes", [(0, 1), (1, 1), (10, 3), (1000, 7), (1024, 32), (5, 8)])
+def test_lane_lengths_cover_the_block_in_order(n, lanes):
+    lengths = lane_lengths(n, lanes)
+    assert lengths.sum() == n and len(lengths) == lanes
+    assert (np.diff(lengths) <= 0).all()  # only the last lanes are shorter: active lanes are a prefix
+
+
+def test_effective_lanes_keep_lanes_long():
+    assert effective_lanes(100, 32) == 1
+    assert effective_lanes(10 * MIN_LANE, 32) == 10
+    assert effective_lanes(10**6, 32) == 32
+
+
+def test_method_choice_picks_the_smallest(random_model, text):
+    engine = lambda: pytest.fail("the model is not tried on dense data")  # noqa: E731
+    noise = np.random.default_rng(1).integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    method, lanes, payload = encode_block(engine, noise, 8)
+    assert method == Method.RAW and lanes == 1 and payload == noise
+    method, _, payload = encode_block(lambda: None, text[:5000], 8, methods=frozenset({Method.ZSTD, Method.RAW}))
+    assert method == Method.ZSTD and len(payload) < 5000
+
+
+# ---------------------------------------------------------------- damaged payloads name their block
+
+
+def test_model_block_bitflip_names_the_block(random_model, model_archive):
+    start, n, method = payload_spans(model_archive)[1]
+    assert method == Method.MODEL and n > 5
+    msg = refused(flip(model_archive, start + 5, 4), random_model)
+    assert "block 1" in msg and ("checksum mismatch" in msg or "damaged" in msg)
+
+
+def test_model_coder_failure_names_the_block(random_model, model_archive):
+    """Some flips make the range decoder itself fail (not the checksum): that message must name
+    the block too. Searches block 1's payload for such a flip."""
+    start, n, _ = payload_spans(model_archive)[1]
+    for pos, bit in ((p, b) for p in range(n) for b in (7, 0)):
+        try:
+            shazip.decompress(flip(model_archive, start + pos, bit), model=random_model)
+        except CorruptArchive as e:
+            if "model-coded data is damaged" in str(e):
+                assert "block 1" in str(e)
+                return
+        except ShazipError:
+            pass
+    pytest.fail("no flip in block 1 reached the range decoder's own error")
+
+
+def test_raw_block_bitflip_names_the_block(random_model, raw_archive):
+    start, n, _ = payload_spans(raw_archive)[1]
+    msg = refused(flip(raw_archive, start + n // 2, 0), random_model, ChecksumMismatch)
+    assert "block 1" in msg
+
+
+def test_zstd_block_bitflip_names_the_block(random_model, zstd_archive):
+    """A flip in the compressed body that zstd decodes to wrong bytes: caught by the checksum."""
+    start, n, _ = payload_spans(zstd_archive)[1]
+    for off in range(start + n // 2, start + n):
+        try:
+            shazip.decompress(flip(zstd_archive, off, 0), model=random_model)
+        except ChecksumMismatch as e:
+            assert "block 1" in str(e)
+            return
+        except ShazipError:
+            continue
+    pytest.fail("no flip in the second half of the zstd payload gave a checksum mismatch")
+
+
+def test_zstd_frame_damage_names_the_block(random_model, zstd_archive):
+    """A flip zstd itself rejects (here: in the frame magic) names the block as well."""
+    start, _, _ = payload_spans(zstd_archive)[1]
+    assert "block 1" in refused(flip(zstd_archive, start, 0), random_model, CorruptArchive)
+
+
+def test_zstd_declared_size_bitflip_is_a_clean_error(random_model, zstd_archive):
+    start, n, _ = payload_spans(zstd_archive)[1]
+    # byte 4 of a zstd frame is the frame header descriptor; bit 7 turns a 2-byte content size
+    # into an 8-byte one, read from the bytes that follow
+    bad = flip(zstd_archive, start + 4, 7)
+    declared = zstandard.get_frame_parameters(bad[start : start + n]).content_size
+    if declared < 1 << 40:  # only run where the allocation is certain to fail fast
+        pytest.skip(f"flipped frame declares only {declared} bytes")
+    assert "block 1" in refused(bad, random_model, CorruptArchive)
+
+
+def test_every_block_header_field_is_checked(random_model, raw_archive):
+    """A flipped byte in block 1's header (index, lengths, crc) names block 1."""
+    start, _, _ = payload_spans(raw_archive)[1]
+    bh = start - 24
+    for off in (bh + 1, bh + 9, bh + 17):
+        assert "block 1" in refused(flip(raw_archive, off, 2), random_model, CorruptArchive)

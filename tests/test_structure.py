@@ -1,0 +1,71 @@
+"""The decoder stands apart from the tools: decompressing imports no training, data,
+optimizer or benchmark module, and the package has no import circles."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import shazip
+from shazip.container import Method
+
+PACKAGE = Path(shazip.__file__).parent
+TOOLS = ("shazip.train", "shazip.bench", "shazip.testing")
+
+
+def imported_by_decompress(archive: Path, model: Path) -> set[str]:
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "shazip", "decompress", str(archive), "-c",
+                        "-q", "--model", str(model)], capture_output=True, text=True, check=True)
+    return {ln.rsplit("|", 1)[1].strip() for ln in p.stderr.splitlines() if ln.startswith("import time:")}
+
+
+def test_decompress_imports_no_tools(tmp_path, trained, text):
+    arc = tmp_path / "a.shz"
+    arc.write_bytes(shazip.compress(text[:2000], model=trained, lanes=2, methods=frozenset({Method.MODEL})))
+    mods = imported_by_decompress(arc, trained.path)
+    assert {"shazip.codec", "shazip.engines", "shazip.quant", "shazip.rangecoder"} <= mods  # it did decode
+    assert not [m for m in mods if m.startswith(TOOLS)], sorted(m for m in mods if m.startswith("shazip"))
+
+
+def _imports(path: Path) -> set[str]:
+    """Modules of shazip that this file imports at module level (not inside functions)."""
+    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")
+                parent = parent[: len(parent) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            out |= {f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+    return {m for m in out if m in MODULES and m != module}
+
+
+MODULES = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+           for p in PACKAGE.rglob("*.py")}
+
+
+def test_no_import_circles():
+    graph = {m: set() for m in MODULES}
+    for p in PACKAGE.rglob("*.py"):
+        name = ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        graph[name] = _imports(p) - {"shazip"}  # the package's __init__ is the API facade
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in graph[m]:
+            assert state.get(n) != 1, f"import circle: {' -> '.join(path + [m, n])}"
+            if n not in state:
+                visit(n, path + [m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
