@@ -2,7 +2,8 @@
 
     python benchmarks/fuzz.py --cases 10000
 
-Two archives of the committed fixture text plus random bytes, with model-coded, raw and zstd
+Three archives of the committed fixture text plus random bytes, with model-coded (with and without
+the adaptive stage), raw and zstd
 blocks (the committed `tiny-trained` model; small blocks so there are several), damaged by the
 mutations of shazip.testing: bit flips, truncation in every region, inserted and deleted
 bytes, header/block/trailer field edits with their crc resealed, payload bytes, blocks swapped,
@@ -40,14 +41,15 @@ def main() -> None:
     model = load_model(ROOT / "tests" / "data" / "tiny-trained.safetensors")
     text = (ROOT / "tests" / "data" / "wiki.xml").read_bytes()
     data = text[:2000] + random.Random(1).randbytes(600) + text[2000:3000]
-    archives = [shazip.compress(data, model=model, block_size=900, lanes=3, methods=m)
-                for m in (frozenset({Method.MODEL, Method.RAW}), frozenset(Method))]
+    archives = [shazip.compress(data, model=model, block_size=900, lanes=3, methods=m, adapt=a)
+                for m, a in ((frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
+                             (frozenset(Method), "cm"))]
     rng = random.Random(args.seed)
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     failures, slowest = [], (0.0, "")
     t0 = time.perf_counter()
     for case in range(args.cases):
-        name, bad = mutate(archives[case % 2], rng)
+        name, bad = mutate(archives[case % len(archives)], rng)
         t = time.perf_counter()
         try:
             out = shazip.decompress(bad, model=model)

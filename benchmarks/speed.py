@@ -72,7 +72,7 @@ def main() -> None:
 
     t = time.perf_counter()
     blob = shazip.compress(data, model=loaded, lanes=args.lanes, threads=args.threads, engine=args.engine,
-                           methods=frozenset({Method.MODEL}), block_size=1 << 24)
+                           methods=frozenset({Method.MODEL}), adapt="none", block_size=1 << 24)
     t_c = time.perf_counter() - t
     t = time.perf_counter()
     ok = shazip.decompress(blob, model=loaded, threads=args.threads) == data

@@ -14,14 +14,17 @@ from typing import BinaryIO, Callable
 
 import torch
 
+from . import adaptive
+from .adaptive import AdaptiveParams, AdaptiveStage
 from .codec import ALL_METHODS, MAX_LANES, CodingStats, decode_block, encode_block
 from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Method, read_upto, verify_block
-from .engines import BY_ID, ENGINES, Engine, FloatEngine, IntEngine, check_replayable, check_threads, engine_for, torch_threads
-from .errors import CorruptArchive, ModelError, UsageError
+from .engines import BY_ID, ENGINES, FloatEngine, IntEngine, check_replayable, check_threads, engine_for, torch_threads
+from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes
 
 DEFAULT_LANES = 32
 DEFAULT_BLOCK_SIZE = 2 << 20
+ADAPT: dict[str, AdaptiveParams | None] = {"cm": AdaptiveParams(), "none": None}  # the default first
 
 Progress = Callable[[int], None]
 
@@ -30,32 +33,35 @@ def _resolve(model: str | LoadedModel) -> LoadedModel:
     return model if isinstance(model, LoadedModel) else load_model(model)
 
 
-class _LazyEngine:
-    """Builds the engine at the first model-coded block: archives of stored/zstd blocks never
-    need the model."""
+class _Once:
+    """Builds a thing at its first use and keeps it: the engine and the adaptive stage are made
+    at the first model-coded block (archives of stored/zstd blocks never need the model), and
+    the stage then lives on through every later block of the input."""
 
-    def __init__(self, kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel],
-                 threads: int) -> None:
-        self.kind, self.loaded, self.threads = kind, loaded, threads
-        self.engine: Engine | None = None
+    def __init__(self, make: Callable[[], object]) -> None:
+        self.make, self.made = make, None
 
-    def __call__(self) -> Engine:
-        if self.engine is None:
-            self.engine = (FloatEngine(self.loaded(), self.threads) if self.kind is FloatEngine
-                           else IntEngine(self.loaded()))
-        return self.engine
+    def __call__(self):
+        if self.made is None:
+            self.made = self.make()
+        return self.made
+
+
+def _engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel], threads: int) -> _Once:
+    return _Once(lambda: FloatEngine(loaded(), threads) if kind is FloatEngine else IntEngine(loaded()))
 
 
 def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
                     lanes: int = DEFAULT_LANES, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 1, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
-                    stats: CodingStats | None = None) -> int:
+                    stats: CodingStats | None = None, adapt: str = "cm") -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes.
-    `methods` restricts the block methods tried (e.g. {Method.MODEL} to measure the model);
+    `methods` restricts the block methods tried (e.g. {Method.MIXED} to measure the model);
     `stats`, if given, collects the model's cross-entropy and the methods chosen.
     `engine` is "int8" (integer-exact, decodes anywhere) or "float32" (decodes only on this
-    machine with the same thread count)."""
+    machine with the same thread count). `adapt` is "cm" (the adaptive stage learns the input
+    as it is coded; int8 engine only) or "none" (the model alone, as shazip 0.3 coded)."""
     if not 1 <= lanes <= MAX_LANES:
         raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
     if not 1 <= block_size <= MAX_BLOCK_SIZE:
@@ -65,6 +71,11 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
         raise UsageError("no block method allowed")
     if engine not in ENGINES:
         raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
+    if adapt not in ADAPT:
+        raise UsageError(f"unknown adaptive stage '{adapt}' (choose {', '.join(ADAPT)})")
+    params = ADAPT[adapt]
+    if params is not None and engine != "int8":
+        raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
     loaded = _resolve(model)
     if len(loaded.name.encode()) > 255:
         raise UsageError(f"model name is longer than 255 bytes: {loaded.name[:40]}...")
@@ -72,12 +83,14 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
         kind = ENGINES[engine]
         header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
                         threads=torch.get_num_threads() if kind is FloatEngine else 0,
-                        model_id=loaded.model_id, model_name=loaded.name, block_size=block_size, lanes=lanes)
-        get_engine = _LazyEngine(kind, lambda: loaded, header.threads)
+                        model_id=loaded.model_id, model_name=loaded.name, block_size=block_size, lanes=lanes,
+                        adapt_version=adaptive.VERSION if params else 0, adapt_params=params.pack() if params else b"")
+        get_engine = _engine(kind, lambda: loaded, header.threads)
+        get_stage = _Once(lambda: AdaptiveStage(params)) if params else None
         writer = ArchiveWriter(dst, header)
         total = 0
         while block := read_upto(src, block_size):
-            method, k, payload = encode_block(get_engine, block, lanes, progress, methods, stats)
+            method, k, payload = encode_block(get_engine, block, lanes, progress, methods, stats, get_stage)
             writer.add_block(method, k, block, payload)
             total += len(block)
         writer.finish()
@@ -102,12 +115,19 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
                              f"given '{found.name}' (id {found.id_hex[:16]})")
         return found
 
-    get_engine = _LazyEngine(kind, loaded, h.threads)
+    def stage() -> AdaptiveStage:
+        if h.adapt_version != adaptive.VERSION:
+            raise UnsupportedVersion(f"archive needs adaptive stage version {h.adapt_version}, which this shazip "
+                                     f"does not have")
+        return AdaptiveStage(AdaptiveParams.unpack(h.adapt_params))
+
+    get_engine = _engine(kind, loaded, h.threads)
+    get_stage = _Once(stage) if h.adapt_version else None
     total = 0
     with torch_threads(h.threads if kind is FloatEngine else threads):
         for bh, payload in reader.blocks():
             try:
-                block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress)
+                block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage)
             except CorruptArchive as e:
                 raise CorruptArchive(f"block {bh.index}: {e}") from None
             verify_block(bh, block)

@@ -22,8 +22,8 @@ from typing import BinaryIO, Callable, Iterator
 
 import click
 
-from . import __version__, native
-from .api import DEFAULT_BLOCK_SIZE, DEFAULT_LANES, compress_stream, decompress_stream
+from . import __version__, extension, native
+from .api import ADAPT, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, compress_stream, decompress_stream
 from .container import describe
 from .engines import BY_ID, ENGINES
 from .errors import OutputExists, ShazipError, UsageError
@@ -114,7 +114,7 @@ def _output(path: str | None, force: bool) -> Iterator[BinaryIO]:
 def run_command(body: Callable[[], None]) -> None:
     """Runs a command body, turning every expected failure into one line + exit code."""
     old = signal.signal(signal.SIGTERM, _on_sigterm)
-    native.on_build = lambda message: click.echo(f"shazip: {message}", err=True)
+    extension.on_build = lambda message: click.echo(f"shazip: {message}", err=True)
     try:
         body()
         if native.error() and "SHAZIP_NATIVE=0" not in native.error():
@@ -195,11 +195,14 @@ def main() -> None:
 @click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
 @click.option("--lanes", default=DEFAULT_LANES, show_default=True, help="Parallel lanes per block.")
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
+@click.option("--adapt", type=click.Choice(list(ADAPT)), default="cm", show_default=True,
+              help="cm: an adaptive context-mixing stage learns the file as it is coded (smaller). "
+                   "none: the model alone (as shazip 0.3; to evaluate the model).")
 @click.option("--engine", type=click.Choice(list(ENGINES)), default="int8", show_default=True,
               help="int8: integer-exact, decodes on any machine. float32: reference; decodes only "
                    "on this machine with the same --threads.")
 def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, model: str,
-             lanes: int, block_size: int, threads: int, quiet: bool, engine: str) -> None:
+             lanes: int, block_size: int, threads: int, quiet: bool, adapt: str, engine: str) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
 
     def body() -> None:
@@ -210,7 +213,7 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
         with _input(file) as src, _output(dest, force) as dst:
             bar = ProgressBar(_size(file), not quiet)
             compress_stream(src, dst, loaded, lanes=lanes, block_size=block_size, threads=threads, progress=bar,
-                            engine=engine)
+                            engine=engine, adapt=adapt)
             bar.close()
         if remove and file != "-" and dest is not None:
             os.unlink(file)
@@ -260,7 +263,9 @@ def info(file: str, as_json: bool) -> None:
             return
         click.echo(f"format version {d['format_version']}, engine {d['engine']} "
                    f"({BY_ID[d['engine']].description if d['engine'] in BY_ID else 'unknown'}) v{d['engine_version']}"
-                   + (f", {d['threads']} threads" if d["threads"] else ""))
+                   + (f", {d['threads']} threads" if d["threads"] else "")
+                   + (f", adaptive stage v{d['adapt_version']} (parameters {d['adapt_params']})" if d["adapt_version"]
+                      else ", no adaptive stage"))
         click.echo(f"model {d['model_name']} id {d['model_id']}")
         ratio = 8 * d["archive_bytes"] / d["total_len"] if d["total_len"] else 0.0
         click.echo(f"original {d['total_len']} bytes, archive {d['archive_bytes']} bytes ({ratio:.3f} bits/byte)")

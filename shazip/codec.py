@@ -2,27 +2,35 @@
 
 A block of n bytes is cut into `lanes` contiguous slices of L = ceil(n / lanes) bytes (the
 last ones shorter, possibly empty). The lanes run in lockstep as one batch: at step t the
-engine turns every lane's previous byte into a probability row, and the coder codes byte t
-of every lane that still has one. `run_lanes` is that loop, shared by encoder and decoder:
-only the coder differs, so both sides see the same probabilities by construction.
+engine turns every lane's previous byte into a row, and the coder codes byte t of every lane
+that still has one. `run_lanes` is that loop, shared by encoder and decoder: only the coder
+differs, so both sides see the same rows by construction.
 
-The engine (engines.py) turns each lane's previous byte into a probability row; the coder
-(rangecoder.py) codes the byte under it.
+Two ways to code a block with the model:
+- MODEL: the engine's probability rows drive the range coder (rangecoder.py), byte by byte.
+- MIXED: the int8 engine's integer frequencies go to the adaptive stage (adaptive.py), which
+  mixes them with what it has learnt of this input so far and codes 8 binary decisions a
+  byte. Its tables outlive the block; a block finally stored another way is undone in them
+  (snapshot and restore), since the decoder's stage never sees it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
+import torch
 import zstandard
 
 from .container import Method
 from .engines import Engine
 from .errors import CorruptArchive
 from .rangecoder import Decoder, Encoder
+
+if TYPE_CHECKING:
+    from .adaptive import AdaptiveStage
 
 BOS = 0  # the "previous byte" fed to every lane at its start
 MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
@@ -35,13 +43,15 @@ def lane_lengths(n: int, lanes: int) -> np.ndarray:
     return np.clip(n - span * np.arange(lanes), 0, span)
 
 
-def run_lanes(engine: Engine, code: Callable[[np.ndarray, np.ndarray | None], np.ndarray],
+def run_lanes(engine: Engine, code: Callable[[object, np.ndarray | None], np.ndarray],
               n: int, lanes: int, data: bytes | None = None,
-              progress: Callable[[int], None] | None = None) -> bytes:
+              progress: Callable[[int], None] | None = None, integer: bool = False) -> bytes:
     """The step loop shared by encoder (`data` given) and decoder (`data` None).
 
-    `code(probs[k], symbols[k] or None) -> symbols[k]` codes the k lanes still active at this
-    step (always a prefix, since only the last lanes are shorter). Returns the block's bytes."""
+    `code(rows[k], symbols[k] or None) -> symbols[k]` codes the k lanes still active at this
+    step (always a prefix, since only the last lanes are shorter); rows are the engine's
+    probabilities (float64 numpy), or with `integer` its frequencies (int64 torch). Returns
+    the block's bytes."""
     lengths = lane_lengths(n, lanes)
     span = int(lengths[0]) if n else 0
     # Lane i is bytes [i*span, (i+1)*span): the block, zero-padded to lanes*span, viewed as
@@ -56,7 +66,7 @@ def run_lanes(engine: Engine, code: Callable[[np.ndarray, np.ndarray | None], np
     for t in range(span):
         while lengths[active - 1] <= t:
             active -= 1
-        state, p = engine.probs(state, prev)
+        state, p = engine.step(state, prev) if integer else engine.probs(state, prev)
         sym = code(p[:active], None if data is None else steps[t, :active])
         steps[t, :active] = sym
         prev[:active] = sym
@@ -70,6 +80,7 @@ class CodingStats:
     """What compression measured along the way (for the benchmark)."""
     model_bytes: int = 0  # bytes the model coded (every block it was tried on)
     model_bits: float = 0.0  # their cross-entropy under the model's rows, in bits
+    mixed_bits: float = 0.0  # with the adaptive stage: the cross-entropy of its mixed predictions
     chosen_bits: float = 0.0  # the cross-entropy of the blocks kept model-coded...
     chosen_payload: int = 0  # ...and their payload bytes: the coder's real cost
     payload: int = 0  # payload bytes of every block, whatever the method
@@ -91,6 +102,35 @@ def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=No
     return run_lanes(engine, Decoder(payload).code, n, lanes, None, progress)
 
 
+def mixed_encode(engine: Engine, stage: AdaptiveStage, data: bytes, lanes: int, progress=None,
+                 stats: CodingStats | None = None) -> bytes:
+    n = len(data)
+    enc = stage.encoder(lanes, -(-n // lanes), measure=stats is not None)
+    nn_bits = 0.0
+
+    def code(freq: torch.Tensor, symbols: np.ndarray) -> np.ndarray:
+        nonlocal nn_bits
+        sym = torch.from_numpy(symbols.astype(np.int64))
+        if stats is not None:  # the model's own cross-entropy, beside the stage's
+            nn_bits -= float(torch.log2(freq.gather(1, sym[:, None]).double() / freq.sum(1, keepdim=True)).sum())
+        enc.code(freq, sym)
+        return symbols
+
+    run_lanes(engine, code, n, lanes, data, progress, integer=True)
+    payload = enc.finish()
+    if stats is not None:
+        stats.model_bytes += n
+        stats.model_bits += nn_bits
+        stats.mixed_bits += enc.bits
+        stats._last_bits = enc.bits
+    return payload
+
+
+def mixed_decode(engine: Engine, stage: AdaptiveStage, payload: bytes, n: int, lanes: int, progress=None) -> bytes:
+    dec = stage.decoder(lanes, -(-n // lanes), payload)
+    return run_lanes(engine, lambda freq, _: dec.code(freq).numpy(), n, lanes, None, progress, integer=True)
+
+
 def effective_lanes(n: int, lanes: int) -> int:
     return max(1, min(lanes, n // MIN_LANE))
 
@@ -105,13 +145,14 @@ ALL_METHODS = frozenset(Method)
 
 
 def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, progress=None,
-                 methods: frozenset[Method] = ALL_METHODS,
-                 stats: CodingStats | None = None) -> tuple[Method, int, bytes]:
+                 methods: frozenset[Method] = ALL_METHODS, stats: CodingStats | None = None,
+                 get_stage: Callable[[], AdaptiveStage] | None = None) -> tuple[Method, int, bytes]:
     """The smallest of the allowed methods (model-coded, zstd, raw; ties go to the cheaper
-    decode). Unless the model is the only choice, data whose byte histogram is already near
-    8 bits/byte (compressed or random) skips the model: it cannot win and would cost time;
-    such data also skips zstd's slow level when its fast level finds nothing.
-    `get_engine` is called only if the model is tried."""
+    decode). The model codes MIXED with an adaptive stage (`get_stage`), else MODEL. Unless
+    the model is the only choice, data whose byte histogram is already near 8 bits/byte
+    (compressed or random) skips the model: it cannot win and would cost time; such data also
+    skips zstd's slow level when its fast level finds nothing. `get_engine` and `get_stage`
+    are called only if the model is tried."""
     candidates = []
     dense = order0_entropy(data) >= 7.5
     if Method.RAW in methods:
@@ -122,31 +163,45 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, prog
         # runs at ~5 MB/s and would not do better on such data.
         level = 1 if dense and len(quick) > 0.99 * len(data) else ZSTD_LEVEL
         candidates.append((Method.ZSTD, 1, quick if level == 1 else zstandard.ZstdCompressor(level=level).compress(data)))
-    if Method.MODEL in methods and (methods == {Method.MODEL} or not dense):
+    by_model = Method.MODEL if get_stage is None else Method.MIXED
+    stage, snapshot = None, None
+    if by_model in methods and (methods == {by_model} or not dense):
         k = effective_lanes(len(data), lanes)
-        candidates.append((Method.MODEL, k, model_encode(get_engine(), data, k, progress, stats)))
+        if get_stage is None:
+            payload = model_encode(get_engine(), data, k, progress, stats)
+        else:
+            stage = get_stage()
+            snapshot = stage.snapshot()
+            payload = mixed_encode(get_engine(), stage, data, k, progress, stats)
+        candidates.append((by_model, k, payload))
     elif progress is not None:
         progress(len(data))
     if not candidates:
         raise ValueError("no block method allowed")
     best = min(candidates, key=lambda c: len(c[2]))
+    if stage is not None and best[0] != Method.MIXED:
+        stage.restore(snapshot)  # the decoder's stage will not see this block
     if stats is not None:
         stats.methods[best[0].name.lower()] += 1
         stats.payload += len(best[2])
-        if best[0] == Method.MODEL:
+        if best[0] == by_model:
             stats.chosen_bits += stats._last_bits
             stats.chosen_payload += len(best[2])
     return best
 
 
 def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, payload: bytes, n: int,
-                 progress=None) -> bytes:
-    """`get_engine` is called only for model-coded blocks, so archives of stored/zstd blocks
-    decode without the model."""
-    if method == Method.MODEL:
+                 progress=None, get_stage: Callable[[], AdaptiveStage] | None = None) -> bytes:
+    """`get_engine` (and `get_stage`) are called only for model-coded blocks, so archives of
+    stored/zstd blocks decode without the model."""
+    if method in (Method.MODEL, Method.MIXED):
         if lanes > effective_lanes(n, MAX_LANES):  # the encoder never makes more; each lane costs memory
             raise CorruptArchive(f"{lanes} lanes for {n} bytes is more than the encoder makes")
-        return model_decode(get_engine(), payload, n, lanes, progress)
+        if method == Method.MODEL:
+            return model_decode(get_engine(), payload, n, lanes, progress)
+        if get_stage is None:
+            raise CorruptArchive("a mixed block in an archive without an adaptive stage")
+        return mixed_decode(get_engine(), get_stage(), payload, n, lanes, progress)
     if lanes != 1:
         raise CorruptArchive(f"{lanes} lanes on a block that is not model-coded")
     if method == Method.ZSTD:

@@ -2,7 +2,8 @@
 
     archive = header, block*, trailer
     header  = "SHZ\\x89" | format_version u8 | engine u8 | engine_version u8 | threads u8 |
-              model_id 32B | name_len u8 | model_name | block_size u32 | lanes u16 | header_crc u32
+              model_id 32B | name_len u8 | model_name | block_size u32 | lanes u16 |
+              [format 2: adapt_version u8 | params_len u8 | adapt_params] | header_crc u32
     block   = 0xB1 | index u32 | method u8 | lanes u16 | orig_len u32 | payload_len u32 |
               data_crc u32 | bh_crc u32 | payload
     trailer = 0xE0 | n_blocks u32 | total_len u64 | tr_crc u32
@@ -30,7 +31,9 @@ from shazip.errors import (
 )
 
 MAGIC: bytes = b"SHZ\x89"
-FORMAT_VERSION = 1
+# Format 1 (shazip 0.3) has no adaptive stage; format 2 adds its version and parameters to the
+# header. Archives without the stage are still written as format 1, byte for byte as 0.3 did.
+FORMAT_VERSIONS = (1, 2)
 MAX_BLOCK_SIZE = 1 << 28  # largest block_size accepted in a header
 
 _TAG_BLOCK = 0xB1
@@ -54,7 +57,8 @@ class Method(enum.IntEnum):
 
     RAW = 0
     ZSTD = 1
-    MODEL = 2
+    MODEL = 2  # range-coded bytes under the model's rows
+    MIXED = 3  # binary decisions under the model mixed with the adaptive stage (format 2)
 
 
 _METHOD_VALUES = frozenset(m.value for m in Method)
@@ -83,6 +87,12 @@ class Header:
     model_name: str  # <= 255 utf-8 bytes
     block_size: int  # 1..MAX_BLOCK_SIZE
     lanes: int  # 1..65535
+    adapt_version: int = 0  # 0: no adaptive stage (format 1)
+    adapt_params: bytes = b""  # the stage's parameters, <= 255 bytes, opaque here
+
+    @property
+    def format_version(self) -> int:
+        return 2 if self.adapt_version else 1
 
     def pack(self) -> bytes:
         """Serialize; a field that cannot be represented is a programmer error (ValueError)."""
@@ -95,11 +105,18 @@ class Header:
         _check_range("model_name length in utf-8 bytes", len(name), 0, 255)
         _check_range("block_size", self.block_size, 1, MAX_BLOCK_SIZE)
         _check_range("lanes", self.lanes, 1, _U16_MAX)
+        _check_range("adapt_version", self.adapt_version, 0, 255)
+        _check_range("adapt_params length", len(self.adapt_params), 0, 255)
+        if not self.adapt_version and self.adapt_params:
+            raise ValueError("adapt_params without an adaptive stage")
         head = _HEADER_HEAD.pack(
-            MAGIC, FORMAT_VERSION, self.engine, self.engine_version, self.threads,
+            MAGIC, self.format_version, self.engine, self.engine_version, self.threads,
             self.model_id, len(name),
         )
-        return _with_crc(head + name + _HEADER_TAIL.pack(self.block_size, self.lanes))
+        tail = _HEADER_TAIL.pack(self.block_size, self.lanes)
+        if self.adapt_version:
+            tail += bytes([self.adapt_version, len(self.adapt_params)]) + self.adapt_params
+        return _with_crc(head + name + tail)
 
 
 @dataclass(frozen=True)
@@ -145,21 +162,23 @@ def max_payload(method: int, orig_len: int) -> int:
         return orig_len
     if method == Method.ZSTD:
         return orig_len + (orig_len >> 7) + 128
+    if method == Method.MIXED:  # at most 16 bits a decision (probabilities are >= 2**-16)
+        return 16 * orig_len + 16
     return 3 * orig_len + 16
 
 
 def _block_problem(
-    expected_index: int, block_size: int,
+    expected_index: int, header: Header,
     index: int, method: int, lanes: int, orig_len: int, payload_len: int,
 ) -> str | None:
     """What is impossible about a block header, or None.
 
     Shared by writer and reader so the writer can never emit an archive the reader rejects.
     """
-    i = expected_index
+    i, block_size = expected_index, header.block_size
     if index != expected_index:
         return f"block {i}: out of order (found index {index})"
-    if method not in _METHOD_VALUES:
+    if method not in _METHOD_VALUES or (method == Method.MIXED and not header.adapt_version):
         return f"block {i}: unknown method {method}"
     if not 1 <= orig_len <= block_size:
         return f"block {i}: original length {orig_len} is outside 1..{block_size}"
@@ -206,7 +225,7 @@ class ArchiveWriter:
             raise ValueError("too many blocks for a u32 index")
         method = Method(method)
         problem = _block_problem(
-            self._n_blocks, self.header.block_size,
+            self._n_blocks, self.header,
             self._n_blocks, method, lanes, len(original), len(payload),
         )
         if problem:
@@ -277,19 +296,26 @@ class ArchiveReader:
                 raise Truncated("archive is truncated (reading magic)")
             raise NotAnArchive("not a shazip archive (bad magic)")
         version = self._read(1, "reading header")[0]
-        if version != FORMAT_VERSION:
+        if version not in FORMAT_VERSIONS:
             raise UnsupportedVersion(
                 f"archive format version {version} is not supported "
-                f"(this shazip reads version {FORMAT_VERSION})"
+                f"(this shazip reads versions {', '.join(map(str, FORMAT_VERSIONS))})"
             )
         head = magic + bytes([version]) + self._read(_HEADER_HEAD.size - 5, "reading header")
         _, _, engine, engine_version, threads, model_id, name_len = _HEADER_HEAD.unpack(head)
         name = self._read(name_len, "reading header")
         tail = self._read(_HEADER_TAIL.size, "reading header")
+        adapt_version, adapt_params = 0, b""
+        if version == 2:
+            adapt = self._read(2, "reading header")
+            adapt_version, adapt_params = adapt[0], self._read(adapt[1], "reading header")
+            tail += adapt + adapt_params
         (crc,) = _CRC.unpack(self._read(_CRC.size, "reading header"))
         if zlib.crc32(head + name + tail) != crc:
             raise CorruptArchive("header checksum mismatch")
-        block_size, lanes = _HEADER_TAIL.unpack(tail)
+        block_size, lanes = _HEADER_TAIL.unpack(tail[:_HEADER_TAIL.size])
+        if version == 2 and adapt_version == 0:
+            raise CorruptArchive("format 2 header without an adaptive stage")
         if not 1 <= block_size <= MAX_BLOCK_SIZE:
             raise CorruptArchive(f"header block size {block_size} is outside 1..{MAX_BLOCK_SIZE}")
         if lanes < 1:
@@ -298,7 +324,8 @@ class ArchiveReader:
             model_name = name.decode("utf-8")
         except UnicodeDecodeError:
             raise CorruptArchive("header model name is not valid utf-8") from None
-        return Header(engine, engine_version, threads, model_id, model_name, block_size, lanes)
+        return Header(engine, engine_version, threads, model_id, model_name, block_size, lanes,
+                      adapt_version, adapt_params)
 
     def _read_block_header(self, tag: bytes, i: int) -> BlockHeader:
         what = f"reading block {i} header"
@@ -308,7 +335,7 @@ class ArchiveReader:
             raise CorruptArchive(f"block {i}: header checksum mismatch")
         _, index, method, lanes, orig_len, payload_len, data_crc = _BLOCK_HEADER.unpack(body)
         problem = _block_problem(
-            i, self.header.block_size, index, method, lanes, orig_len, payload_len,
+            i, self.header, index, method, lanes, orig_len, payload_len,
         )
         if problem:
             raise CorruptArchive(problem)
@@ -383,7 +410,8 @@ def describe(src: BinaryIO) -> dict[str, Any]:
         for bh, _ in reader.blocks()
     ]
     assert reader.trailer is not None  # blocks() ran to completion
-    info: dict[str, Any] = {"format_version": FORMAT_VERSION, **asdict(reader.header)}
+    info: dict[str, Any] = {"format_version": reader.header.format_version, **asdict(reader.header)}
+    info["adapt_params"] = reader.header.adapt_params.hex()
     info["model_id"] = reader.header.model_id.hex()
     info.update(
         blocks=blocks,

@@ -1,31 +1,25 @@
 """The integer step compiled from C++ (native.cpp): the same integers as quant.py, faster.
 
-It is built on first use with torch's extension loader (a C++ compiler and ninja are needed)
-and cached per machine and torch version under $SHAZIP_CACHE or ~/.cache/shazip/native. When
-it cannot be built, or with SHAZIP_NATIVE=0, the engine runs quant.py's torch code instead:
+It is built on first use (extension.py: a C++ compiler and ninja are needed) and cached per
+machine under $SHAZIP_CACHE or ~/.cache/shazip/native. When it cannot be built, or with SHAZIP_NATIVE=0, the engine runs quant.py's torch code instead:
 archives are identical either way (tests/test_native.py checks the two step for step).
 
 The compiled step states its constants and tensor names (`contract()` in native.cpp); they are
 compared with quant.py's at load, and any difference is refused (`ContractError`) rather than
-allowed to make archives that only this build could read. The module never prints: a caller
-that wants to say "building..." sets `on_build`, and `error()` says why the build failed.
+allowed to make archives that only this build could read. The module never prints; `error()`
+says why the build failed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
-import platform
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from typing import Callable
 
 import torch
 
+from . import extension
 from .errors import ContractError
 from .quant import CONTRACT, TABLES, IntModel
 
@@ -36,25 +30,8 @@ CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-
 # GCC only: vector gathers for the table lookups (4x faster here than scalar loads; GCC's tuning
 # leaves them off). Another compiler gets the plain flags.
 GCC_EXTRA = ["-mtune-ctrl=use_gather"]
-STALE_LOCK_SECONDS = 600  # a build takes about a minute
 _module = None
 _error: str | None = None
-on_build: Callable[[str], None] | None = None  # told once, before a build that takes about a minute
-
-
-def _cache_dir(flags: list[str]) -> Path:
-    root = Path(os.environ.get("SHAZIP_CACHE") or Path.home() / ".cache" / "shazip")
-    # -march=native binaries are per CPU: the key has the CPU's flags as well as the source, its
-    # path (torch rebuilds when a build directory is reused from another path), torch and Python
-    cpu = ""
-    try:
-        cpu = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
-    except OSError:
-        cpu = platform.processor()
-    parts = [SOURCE.read_bytes(), str(SOURCE.resolve()).encode(), torch.__version__.encode(), cpu.encode(),
-             sys.version.encode(), " ".join(flags).encode()]
-    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
-    return root / "native" / key
 
 
 def load():
@@ -67,7 +44,8 @@ def load():
         return None
     for flags in (CFLAGS + GCC_EXTRA, CFLAGS):
         try:
-            module = _build(flags, announce=flags is not CFLAGS)  # said once, not for the fallback
+            module = extension.build(SOURCE, "native", flags, ["-fopenmp"],
+                                     "the native int8 engine" if flags is not CFLAGS else "")  # said once
         except Exception as e:  # no compiler, no ninja, no headers: the torch path gives the same results
             _error = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"
             continue
@@ -86,35 +64,6 @@ def check_contract(compiled: dict) -> None:
         if expected.get(key) != compiled.get(key):
             raise ContractError(f"the compiled int8 step does not match quant.py ({key}: {compiled.get(key)!r} "
                                 f"compiled, {expected.get(key)!r} expected); reinstall shazip or set SHAZIP_NATIVE=0")
-
-
-def _build(flags: list[str], announce: bool):
-    out = _cache_dir(flags)
-    name = f"shazip_native_{out.name}"
-    built = out / f"{name}.so"
-    if built.exists():  # import it directly: torch's loader costs seconds even when nothing changed
-        try:
-            spec = importlib.util.spec_from_file_location(name, built)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return module
-        except ImportError:
-            pass  # damaged (e.g. a killed link): let torch's loader rebuild it
-    try:  # the `ninja` package's binary, which torch's loader looks for on PATH
-        import ninja
-        if ninja.BIN_DIR not in os.environ.get("PATH", "").split(os.pathsep):
-            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
-    except ImportError:
-        pass  # a system ninja may still be there
-    from torch.utils.cpp_extension import load as build
-    out.mkdir(parents=True, exist_ok=True)
-    lock = out / "lock"  # torch's build lock; one left by a killed build would block forever
-    if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
-        lock.unlink(missing_ok=True)
-    if announce and on_build is not None and not any(out.glob("*.so")):
-        on_build("building the native int8 engine (once per machine)...")
-    return build(name=name, sources=[str(SOURCE)], build_directory=str(out),
-                 extra_cflags=flags, extra_ldflags=["-fopenmp"], verbose=False)
 
 
 def error() -> str | None:

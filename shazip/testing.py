@@ -69,18 +69,19 @@ class Layout:
     header_end: int  # offset of the header crc
     blocks: list[tuple[int, int]]  # (offset, length) of each block record, payload included
     trailer: int
+    tail: int  # offset of block_size (lanes, and in format 2 the adaptive stage's fields, follow)
 
     @staticmethod
     def of(blob: bytes) -> "Layout":
-        name_len = blob[40]
-        header_end = 41 + name_len + 6
+        tail = 41 + blob[40]  # after the model name
+        header_end = tail + 6 + (2 + blob[tail + 7] if blob[4] == 2 else 0)
         pos, blocks = header_end + 4, []
         while blob[pos] == 0xB1:
             payload_len = struct.unpack_from("<I", blob, pos + 12)[0]
             n = BLOCK_HEADER + 4 + payload_len
             blocks.append((pos, n))
             pos += n
-        return Layout(header_end, blocks, pos)
+        return Layout(header_end, blocks, pos, tail)
 
 
 def _reseal(b: bytearray, start: int, end: int) -> None:
@@ -130,7 +131,9 @@ def deletion(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
 
 def header_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
     b = bytearray(blob)
-    fields = dict(HEADER_FIELDS, block_size=(lay.header_end - 6, "<I"), lanes=(lay.header_end - 2, "<H"))
+    fields = dict(HEADER_FIELDS, block_size=(lay.tail, "<I"), lanes=(lay.tail + 4, "<H"))
+    if lay.header_end > lay.tail + 6:  # format 2: the adaptive stage's version and parameters
+        fields |= {"adapt_version": (lay.tail + 6, "B"), "adapt_params": (lay.tail + 8, "B")}
     name = rng.choice(sorted(fields))
     off, fmt = fields[name]
     _set(b, off, fmt, rng)

@@ -11,24 +11,28 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import shazip
+from shazip.adaptive import PARAMS_BYTES
 from shazip.codec import MIN_LANE, lane_lengths
 from shazip.container import ArchiveReader, Method
 from shazip.errors import ChecksumMismatch, CorruptArchive, ModelError, ShazipError
 
 MODEL_ONLY = frozenset({Method.MODEL})
+MIXED_ONLY = frozenset({Method.MIXED})
+# (methods, adaptive stage): the model alone, the model with the stage, and the automatic choice
+CODINGS = [(MODEL_ONLY, "none"), (MIXED_ONLY, "cm"), (frozenset(Method), "cm"), (frozenset(Method), "none")]
 
 
 @pytest.mark.parametrize("data", [b"", b"x", bytes(range(256)), "naïve café — 日本語 ✓\n".encode() * 40])
 def test_small_inputs_round_trip(random_model, data):
-    for methods in (MODEL_ONLY, frozenset(Method)):
-        blob = shazip.compress(data, model=random_model, methods=methods)
+    for methods, adapt in CODINGS:
+        blob = shazip.compress(data, model=random_model, methods=methods, adapt=adapt)
         assert shazip.decompress(blob, model=random_model) == data
 
 
 @pytest.mark.parametrize("lanes", [1, 3, 7])
 def test_model_coded_text_round_trips_with_lanes(random_model, text, lanes):
     data = text[:2400]
-    blob = shazip.compress(data, model=random_model, lanes=lanes, block_size=1000, methods=MODEL_ONLY)
+    blob = shazip.compress(data, model=random_model, lanes=lanes, block_size=1000, methods=MODEL_ONLY, adapt="none")
     assert shazip.decompress(blob, model=random_model) == data
     blocks = list(ArchiveReader(io.BytesIO(blob)).blocks())
     assert [b.method for b, _ in blocks] == [Method.MODEL] * 3
@@ -45,15 +49,16 @@ def test_lane_lengths_cover_block():
 def test_random_bytes_do_not_grow(random_model):
     data = os.urandom(100_000)
     blob = shazip.compress(data, model=random_model, block_size=30_000)
-    # header + 4 block headers + trailer: a fixed overhead, nothing proportional to the data
-    assert len(blob) <= len(data) + 51 + len("tiny-random") + 4 * 24 + 17
+    # header (with the adaptive stage's fields) + 4 block headers + trailer: a fixed overhead,
+    # nothing proportional to the data
+    assert len(blob) <= len(data) + 51 + 2 + PARAMS_BYTES + len("tiny-random") + 4 * 24 + 17
     assert shazip.decompress(blob, model=random_model) == data
 
 
 @settings(max_examples=15, deadline=None)
 @given(st.binary(max_size=1500), st.integers(1, 5), st.integers(200, 1000))
 def test_any_bytes_round_trip(random_model, data, lanes, block_size):
-    blob = shazip.compress(data, model=random_model, lanes=lanes, block_size=block_size, methods=MODEL_ONLY)
+    blob = shazip.compress(data, model=random_model, lanes=lanes, block_size=block_size, methods=MODEL_ONLY, adapt="none")
     assert shazip.decompress(blob, model=random_model) == data
 
 
@@ -68,9 +73,10 @@ def _payload_offsets(blob: bytes) -> list[tuple[int, int]]:
     return out
 
 
-@pytest.mark.parametrize("methods", [MODEL_ONLY, frozenset({Method.ZSTD}), frozenset({Method.RAW})])
-def test_flipped_payload_bit_is_named_by_block(random_model, text, methods):
-    blob = bytearray(shazip.compress(text[:1500], model=random_model, block_size=500, methods=methods))
+@pytest.mark.parametrize("methods, adapt", [(MODEL_ONLY, "none"), (MIXED_ONLY, "cm"), (frozenset({Method.ZSTD}), "cm"),
+                                            (frozenset({Method.RAW}), "cm")])
+def test_flipped_payload_bit_is_named_by_block(random_model, text, methods, adapt):
+    blob = bytearray(shazip.compress(text[:1500], model=random_model, block_size=500, methods=methods, adapt=adapt))
     start, length = _payload_offsets(bytes(blob))[1]
     for bit in (0, 8 * length // 2 + 3, 8 * length - 1):
         bad = bytearray(blob)
@@ -80,7 +86,7 @@ def test_flipped_payload_bit_is_named_by_block(random_model, text, methods):
 
 
 def test_wrong_model_is_refused(random_model, other_model_path, text):
-    blob = shazip.compress(text[:3000], model=random_model, methods=MODEL_ONLY)
+    blob = shazip.compress(text[:3000], model=random_model, methods=MODEL_ONLY, adapt="none")
     with pytest.raises(ModelError, match="wrong model"):
         shazip.decompress(blob, model=shazip.load(str(other_model_path)))
     with pytest.raises(ModelError, match="needs model 'tiny-random'"):
@@ -98,7 +104,7 @@ def test_api_from_threads(random_model, text):
 
     def work(i: int) -> None:
         data = text[i * 1500 : (i + 1) * 1500]
-        blob = shazip.compress(data, model=random_model, methods=MODEL_ONLY)
+        blob = shazip.compress(data, model=random_model, methods=MODEL_ONLY, adapt="none")
         results[i] = shazip.decompress(blob, model=random_model) == data
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
@@ -122,7 +128,7 @@ def test_bundled_default_model_round_trips_real_text(text):
     if "default" not in bundled_index():
         pytest.skip("no bundled default model in this checkout")
     data = text[30_000:33_000]  # article text, not the repetitive XML header
-    blob = shazip.compress(data, methods=MODEL_ONLY)
+    blob = shazip.compress(data, methods=MODEL_ONLY, adapt="none")
     assert shazip.decompress(blob) == data
     assert ArchiveReader(io.BytesIO(blob)).header.model_id == load_model("default").model_id
     assert len(blob) < len(data) / 2  # a trained model: well under 4 bits/byte on English text
@@ -139,7 +145,7 @@ def _with_header_byte(blob: bytes, offset: int, value: int) -> bytes:
 
 
 def test_unknown_engine_version_is_refused(random_model, text):
-    blob = shazip.compress(text[:1000], model=random_model, methods=MODEL_ONLY)
+    blob = shazip.compress(text[:1000], model=random_model, methods=MODEL_ONLY, adapt="none")
     from shazip.errors import UnsupportedVersion
 
     for offset in (5, 6):  # engine id, engine version
@@ -152,7 +158,7 @@ def test_lanes_beyond_what_the_encoder_makes_are_refused(random_model, text):
     import struct
     import zlib
 
-    blob = bytearray(shazip.compress(text[:1000], model=random_model, methods=MODEL_ONLY))
+    blob = bytearray(shazip.compress(text[:1000], model=random_model, methods=MODEL_ONLY, adapt="none"))
     pos = len(ArchiveReader(io.BytesIO(bytes(blob))).header.pack())
     blob[pos + 6 : pos + 8] = struct.pack("<H", 900)  # tag u8, index u32, method u8, lanes u16
     blob[pos + 20 : pos + 24] = struct.pack("<I", zlib.crc32(bytes(blob[pos : pos + 20])))
@@ -166,7 +172,7 @@ def test_float_archive_needing_more_threads_than_cpus_is_refused(random_model, t
     import struct
     import zlib
     blob = bytearray(shazip.compress(text[:1500], model=random_model, engine="float32",
-                                     methods=frozenset({Method.MODEL})))
+                                     methods=frozenset({Method.MODEL}), adapt="none"))
     assert shazip.decompress(bytes(blob), model=random_model) == text[:1500]
     end = 41 + blob[40] + 6
     blob[7] = min(255, (os.cpu_count() or 1) + 1)

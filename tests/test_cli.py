@@ -95,7 +95,7 @@ def shazip_cmd(*args) -> list[str]:
 @pytest.fixture(scope="module")
 def model_archive(random_model) -> bytes:
     """Three model-coded blocks (forced with methods={MODEL}), threads=1 as the CLI uses."""
-    a = api_compress(ZEROS, model=random_model, methods=frozenset({Method.MODEL}),
+    a = api_compress(ZEROS, model=random_model, methods=frozenset({Method.MODEL}), adapt="none",
                      block_size=ZEROS_BLOCK, threads=1)
     assert [m for _, _, m in payload_spans(a)] == [Method.MODEL] * 3
     return a
@@ -455,7 +455,7 @@ def test_output_onto_the_input_is_refused(tmp_path, random_model_path):
 @pytest.fixture(scope="module")
 def slow_archive(random_model, text) -> bytes:
     """Model-coded with one lane: slow enough to decode that a signal catches it mid-way."""
-    return api_compress(text * 2, model=random_model, block_size=20000, lanes=1, methods=frozenset({Method.MODEL}))
+    return api_compress(text * 2, model=random_model, block_size=20000, lanes=1, methods=frozenset({Method.MODEL}), adapt="none")
 
 
 @pytest.mark.parametrize("command", ["compress", "decompress"])

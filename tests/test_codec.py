@@ -3,6 +3,8 @@ method, each refused with an error that names the block."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import zstandard
@@ -14,12 +16,13 @@ from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
 from shazip.testing import flip, payload_spans
 
 MODEL_ONLY = frozenset({Method.MODEL})
+DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="module")
 def model_archive(random_model) -> bytes:
     """Three model-coded blocks of zero bytes (forced: the random model never beats zstd)."""
-    a = shazip.compress(b"\x00" * 600, model=random_model, methods=MODEL_ONLY, block_size=200)
+    a = shazip.compress(b"\x00" * 600, model=random_model, methods=MODEL_ONLY, adapt="none", block_size=200)
     assert [m for _, _, m in payload_spans(a)] == [Method.MODEL] * 3
     return a
 
@@ -138,3 +141,63 @@ def test_every_block_header_field_is_checked(random_model, raw_archive):
     bh = start - 24
     for off in (bh + 1, bh + 9, bh + 17):
         assert "block 1" in refused(flip(raw_archive, off, 2), random_model, CorruptArchive)
+
+
+# ---------------------------------------------------------------- the adaptive stage in archives
+
+
+def methods_of(archive: bytes) -> list[Method]:
+    return [m for _, _, m in payload_spans(archive)]
+
+
+def test_mixed_blocks_round_trip_across_blocks_and_lanes(trained, text):
+    """The stage's tables carry from block to block: every block decodes only if the decoder's
+    stage learnt exactly what the encoder's did."""
+    data = text[:9000]
+    for lanes in (1, 3, 8):
+        blob = shazip.compress(data, model=trained, lanes=lanes, block_size=3000, methods=frozenset({Method.MIXED}))
+        assert methods_of(blob) == [Method.MIXED] * 3 and blob[4] == 2  # format 2: the stage is recorded
+        assert shazip.decompress(blob, model=trained) == data
+
+
+def test_mixed_archive_identical_across_threads_and_runs(trained, text):
+    data = text[:6000]
+    base = shazip.compress(data, model=trained, lanes=4, block_size=3000, threads=1)
+    assert shazip.compress(data, model=trained, lanes=4, block_size=3000, threads=2) == base
+    assert shazip.compress(data, model=trained, lanes=4, block_size=3000, threads=1) == base
+    assert shazip.decompress(base, model=trained, threads=2) == data
+
+
+def test_stage_undoes_blocks_stored_another_way(trained, text):
+    """The encoder's stage also saw the random block, which is then stored raw and never reaches
+    the decoder's stage: the encoder must undo it, or the block after it would not decode."""
+    noise = np.random.default_rng(5).integers(0, 256, 3000, dtype=np.uint8).tobytes()
+    data = text[:3000] + noise + text[3000:6000]
+    forced = frozenset({Method.MIXED, Method.RAW})  # the noise is tried with the stage, then stored
+    blob = shazip.compress(data, model=trained, lanes=2, block_size=3000, methods=forced)
+    assert methods_of(blob) == [Method.MIXED, Method.RAW, Method.MIXED]
+    assert shazip.decompress(blob, model=trained) == data
+    # and the third block is coded exactly as if the noise had never been there
+    clean = shazip.compress(text[:3000] + text[3000:6000], model=trained, lanes=2, block_size=3000, methods=forced)
+    assert payload_of(blob, 2) == payload_of(clean, 1)
+
+
+def payload_of(archive: bytes, i: int) -> bytes:
+    start, n, _ = payload_spans(archive)[i]
+    return archive[start:start + n]
+
+
+def test_without_the_stage_archives_are_format_1(trained, text):
+    blob = shazip.compress(text[:3000], model=trained, lanes=2, adapt="none")
+    assert blob[4] == 1 and Method.MIXED not in methods_of(blob)
+    assert shazip.decompress(blob, model=trained) == text[:3000]
+
+
+def test_golden_mixed_archive(trained, text):
+    """An archive made when the stage's arithmetic (adaptive.VERSION) was fixed: it must decode,
+    and compressing the same input must give the same bytes, on every machine. If the arithmetic
+    changes on purpose, bump the version and regenerate (tests/data/README.md)."""
+    golden = (DATA / "golden-mixed.shz").read_bytes()
+    data = text[:6000]
+    assert shazip.decompress(golden, model=trained) == data
+    assert shazip.compress(data, model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED})) == golden

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shazip.container import (
-    FORMAT_VERSION,
     MAGIC,
     MAX_BLOCK_SIZE,
     ArchiveReader,
@@ -115,7 +114,7 @@ def test_round_trip():
 def test_layout_offsets():
     data = build([(Method.RAW, 1, b"ab", b"ab")])
     name = HEADER.model_name.encode()
-    assert data[:4] == MAGIC and data[4] == FORMAT_VERSION
+    assert data[:4] == MAGIC and data[4] == 1  # no adaptive stage: format 1, as 0.3 wrote
     assert data[5:8] == bytes([0, 3, 4])
     assert data[8:40] == HEADER.model_id and data[40] == len(name)
     assert HEADER_LEN == 51 + len(name)
@@ -176,7 +175,7 @@ def test_describe():
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(
-    st.tuples(st.sampled_from(list(Method)), st.binary(min_size=1, max_size=64), st.data()),
+    st.tuples(st.sampled_from([m for m in Method if m != Method.MIXED]), st.binary(min_size=1, max_size=64), st.data()),
     max_size=6,
 ))
 def test_property_round_trip(specs):
@@ -212,8 +211,8 @@ def test_bad_magic():
 
 def test_unsupported_version_checked_before_crc():
     data = bytearray(build([]))
-    data[4] = 2  # header crc is now also wrong; version must be reported first
-    with pytest.raises(UnsupportedVersion, match="format version 2 is not supported"):
+    data[4] = 3  # header crc is now also wrong; version must be reported first
+    with pytest.raises(UnsupportedVersion, match="format version 3 is not supported"):
         ArchiveReader(io.BytesIO(bytes(data)))
 
 
@@ -393,3 +392,26 @@ def test_writer_rejects_lanes_beyond_u16():
     writer = ArchiveWriter(io.BytesIO(), dataclasses.replace(HEADER, block_size=1 << 17))
     with pytest.raises(ValueError, match="must be 1..65535"):
         writer.add_block(Method.ZSTD, 1 << 16, b"x" * 70000, b"a")
+
+
+def test_format_2_header_carries_the_adaptive_stage():
+    """With an adaptive stage the header is format 2: its version and parameters before the
+    crc; MIXED blocks are allowed only there."""
+    h = dataclasses.replace(HEADER, adapt_version=1, adapt_params=b"\x16\x18\x01")
+    out = io.BytesIO()
+    w = ArchiveWriter(out, h)
+    w.add_block(Method.MIXED, 1, b"abc", b"\x01\x02")
+    w.finish()
+    data = out.getvalue()
+    at = HEADER_LEN - 4  # the format 1 header, less its crc
+    assert data[4] == 2 and data[at:at + 5] == b"\x01\x03\x16\x18\x01"
+    r = ArchiveReader(io.BytesIO(data))
+    assert r.header == h and [bh.method for bh, _ in r.blocks()] == [Method.MIXED]
+    with pytest.raises(ValueError, match="unknown method 3"):
+        ArchiveWriter(io.BytesIO(), HEADER).add_block(Method.MIXED, 1, b"abc", b"\x01")
+    bad = bytearray(data)
+    bad[at] = 0  # a format 2 header without a stage (crc resealed)
+    end = at + 5
+    bad[end:end + 4] = struct.pack("<I", zlib.crc32(bytes(bad[:end])))
+    with pytest.raises(CorruptArchive, match="without an adaptive stage"):
+        ArchiveReader(io.BytesIO(bytes(bad)))

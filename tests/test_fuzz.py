@@ -18,15 +18,17 @@ from shazip.errors import ShazipError
 
 from shazip.testing import MUTATIONS, Layout, mutate
 
-MODEL_AND_RAW = frozenset({Method.MODEL, Method.RAW})
+FUZZED = [(frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
+          (frozenset(Method), "cm")]
 
 
 @pytest.fixture(scope="module")
 def archives(trained, text):
-    """Model-coded, raw and zstd blocks, over real text and random bytes."""
+    """Model-coded (with and without the adaptive stage), raw and zstd blocks, over real text
+    and random bytes."""
     data = text[:2000] + random.Random(1).randbytes(600) + text[2000:3000]
-    return [(data, shazip.compress(data, model=trained, block_size=900, lanes=3, methods=methods))
-            for methods in (MODEL_AND_RAW, frozenset(Method))]
+    return [(data, shazip.compress(data, model=trained, block_size=900, lanes=3, methods=methods, adapt=adapt))
+            for methods, adapt in FUZZED]
 
 
 def decode_outcome(blob: bytes, original: bytes, model) -> str:
@@ -42,11 +44,11 @@ def test_archives_hold_every_block_method(archives):
     from shazip.container import describe
     import io
     methods = {b["method"] for _, blob in archives for b in describe(io.BytesIO(blob))["blocks"]}
-    assert methods == {"model", "raw", "zstd"}
+    assert methods == {"model", "mixed", "raw", "zstd"}
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), which=st.integers(0, 1))
+@given(seed=st.integers(0, 2**32 - 1), which=st.integers(0, len(FUZZED) - 1))
 def test_damaged_archives_fail_cleanly_or_decode_exactly(archives, trained, seed, which):
     original, blob = archives[which]
     name, bad = mutate(blob, random.Random(seed))

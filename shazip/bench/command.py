@@ -25,12 +25,14 @@ from .runner import bench_suite as run_suite
 @click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
 @click.option("--lanes", default=64, show_default=True, help="Parallel lanes per block.")
 @click.option("--threads", default=1, show_default=True, help="CPU threads for shazip.")
+@click.option("--adapt", type=click.Choice(["cm", "none"]), default="cm", show_default=True,
+              help="shazip's adaptive stage (none: the model alone).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("bench-results"), show_default=True,
               help="Folder for bench.json, bench.md and bench.png.")
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
               help="Also run zstd, xz, bzip2 and gzip.")
 def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, model: str, lanes: int,
-          threads: int, out: Path, baselines: bool) -> None:
+          threads: int, adapt: str, out: Path, baselines: bool) -> None:
     """Benchmark shazip beside zstd, xz, bzip2, gzip, brotli, zpaq and 7-Zip PPMd (those
     installed) on one file: sizes, speeds, memory, round trips, model cross-entropy and
     Hutter-style totals; or, with --suite, on every file of a folder."""
@@ -39,12 +41,12 @@ def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, 
         if (data is None) == (suite is None):
             raise UsageError("give either --data FILE or --suite DIR")
         if suite is not None:
-            result = run_suite(suite, out, model, lanes, threads, log=lambda m: click.echo(m, err=True))
+            result = run_suite(suite, out, model, lanes, threads, log=lambda m: click.echo(m, err=True), adapt=adapt)
             click.echo(suite_markdown(result), nl=False)
             click.echo(f"wrote {out / 'suite.json'}, {out / 'suite.md'}", err=True)
             return
         result = run_bench(data, out, model, split, limit, lanes, threads, baselines,
-                           log=lambda m: click.echo(m, err=True))
+                           log=lambda m: click.echo(m, err=True), adapt=adapt)
         click.echo(markdown(result), nl=False)
         click.echo(f"wrote {out / 'bench.json'}, {out / 'bench.md'}"
                    + (f", {result['plot']}" if result["plot"] else " (no plot: pip install 'shazip[bench]')"), err=True)

@@ -200,7 +200,7 @@ def run_baseline(b: Baseline, src: Path, work: Path, n: int) -> Row | None:
     return _row(b.name, b.level, _tool_version(tool, b.version), n, arc, c, d, _same(src, back))
 
 
-def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: int) -> Row:
+def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: int, adapt: str = "cm") -> Row:
     """shazip compress (through the API, in its own process, to collect the cross-entropy)
     and `shazip decompress` (the command line), each timed end to end."""
     from .. import native
@@ -209,19 +209,22 @@ def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: i
     native.load()  # a first use builds the native step (once per machine): not part of the timing
     arc, back, stats = work / "shazip.shz", work / "shazip.back", work / "shazip.stats.json"
     c = _measure([sys.executable, "-m", "shazip.bench", "_shazip", str(src), str(arc), str(stats),
-                  model, str(lanes), str(threads)])
+                  model, str(lanes), str(threads), adapt])
     d = _measure([sys.executable, "-m", "shazip", "decompress", str(arc), "-o", str(back), "-q", "-f",
                   "--threads", str(threads), "--model", model])
     s = json.loads(stats.read_text())
     size = arc.stat().st_size
     ce = s["model_bits"] / s["model_bytes"] if s["model_bytes"] else None
+    mixed = s["mixed_bits"] / s["model_bytes"] if s["model_bytes"] and adapt != "none" else None
     coder = 100 * (8 * s["chosen_payload"] / s["chosen_bits"] - 1) if s["chosen_bits"] else None
     model_bytes = loaded.path.stat().st_size if loaded.path else 0
     modules = decoder_modules(arc, model)
     source_zip = len(_zip(decoder_source(modules)))
     extra = {
         "model": loaded.name, "model_id": loaded.id_hex, "engine": "int8", "lanes": lanes, "threads": threads,
+        "adapt": adapt,
         "model_bits_per_byte": round(ce, 4) if ce is not None else None,
+        "mixed_bits_per_byte": round(mixed, 4) if mixed is not None else None,
         "coder_overhead_pct": round(coder, 4) if coder is not None else None,
         "container_bytes": size - s["payload"],
         "blocks": s["methods"],
@@ -343,7 +346,10 @@ def markdown(result: dict) -> str:
             continue
         e, h = r["extra"], r["extra"]["hutter"]
         lines += ["", f"shazip model `{e['model']}` ({e['model_id'][:16]}…), {e['engine']} engine, {e['lanes']} lanes, "
-                      f"{e['threads']} threads: model cross-entropy {e['model_bits_per_byte']} bits/byte, archive "
+                      f"{e['threads']} threads, adaptive stage {e['adapt']}: model cross-entropy "
+                      f"{e['model_bits_per_byte']} bits/byte"
+                      + (f", mixed {e['mixed_bits_per_byte']}" if e.get("mixed_bits_per_byte") is not None else "")
+                      + ", archive "
                       f"{r['bits_per_byte']} bits/byte; "
                       + (f"model-coded payload {e['coder_overhead_pct']} % above its cross-entropy, "
                          if e["coder_overhead_pct"] is not None else "no block kept model-coded, ")
@@ -383,10 +389,11 @@ def plot(result: dict, path: Path) -> bool:
     return True
 
 
-def _rows(src: Path, work: Path, n: int, model: str, lanes: int, threads: int, baselines: bool, log) -> list[dict]:
+def _rows(src: Path, work: Path, n: int, model: str, lanes: int, threads: int, adapt: str, baselines: bool,
+          log) -> list[dict]:
     rows = []
     log(f"shazip ({n:,} bytes)...")
-    rows.append(run_shazip(src, work, n, model, lanes, threads))
+    rows.append(run_shazip(src, work, n, model, lanes, threads, adapt))
     for b in BASELINES if baselines else []:
         log(f"{b.name} {b.level}...")
         row = run_baseline(b, src, work, n)
@@ -396,13 +403,13 @@ def _rows(src: Path, work: Path, n: int, model: str, lanes: int, threads: int, b
 
 
 def bench(data: Path, out: Path, model: str = "default", split: str = "all", limit: int | None = None,
-          lanes: int = 64, threads: int = 1, baselines: bool = True, log=print) -> dict:
+          lanes: int = 64, threads: int = 1, baselines: bool = True, log=print, adapt: str = "cm") -> dict:
     """Runs the benchmark; writes out/bench.json, bench.md and (with matplotlib) bench.png."""
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="shazip-bench-") as tmp:
         work = Path(tmp)
         src, n = select_input(data, split, limit, work)
-        rows = _rows(src, work, n, model, lanes, threads, baselines, log)
+        rows = _rows(src, work, n, model, lanes, threads, adapt, baselines, log)
     result = {"input": {"path": str(data), "split": split, "limit": limit, "bytes": n}, "machine": machine(),
               "rows": rows}
     result["plot"] = str(out / "bench.png") if plot(result, out / "bench.png") else None
@@ -412,7 +419,7 @@ def bench(data: Path, out: Path, model: str = "default", split: str = "all", lim
 
 
 def bench_suite(folder: Path, out: Path, model: str = "default", lanes: int = 64, threads: int = 1,
-                log=print) -> dict:
+                log=print, adapt: str = "cm") -> dict:
     """Every file of `folder` (sorted by name) through shazip and every baseline; writes
     out/suite.json and suite.md (per-file sizes, winners, totals)."""
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.stat().st_size) if folder.is_dir() else []
@@ -424,7 +431,7 @@ def bench_suite(folder: Path, out: Path, model: str = "default", lanes: int = 64
         log(f"== {f.name}")
         with tempfile.TemporaryDirectory(prefix="shazip-bench-") as tmp:
             per_file.append({"file": f.name, "bytes": f.stat().st_size,
-                             "rows": _rows(f, Path(tmp), f.stat().st_size, model, lanes, threads, True, log)})
+                             "rows": _rows(f, Path(tmp), f.stat().st_size, model, lanes, threads, adapt, True, log)})
     result = {"suite": str(folder), "machine": machine(), "files": per_file}
     (out / "suite.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "suite.md").write_text(suite_markdown(result))
@@ -465,17 +472,17 @@ def suite_markdown(result: dict) -> str:
 
 
 def _worker(argv: list[str]) -> None:
-    """Processes the benchmark measures: `_shazip SRC ARCHIVE STATS MODEL LANES THREADS` and
+    """Processes the benchmark measures: `_shazip SRC ARCHIVE STATS MODEL LANES THREADS ADAPT` and
     `_py KIND c|d SRC DST`."""
     if argv[0] == "_shazip":
         from ..api import compress_stream
         from ..codec import CodingStats
-        src, arc, stats_path, model, lanes, threads = argv[1:]
+        src, arc, stats_path, model, lanes, threads, adapt = argv[1:]
         stats = CodingStats()
         with open(src, "rb") as f, open(arc, "wb") as g:
-            compress_stream(f, g, model, lanes=int(lanes), threads=int(threads), stats=stats)
+            compress_stream(f, g, model, lanes=int(lanes), threads=int(threads), stats=stats, adapt=adapt)
         Path(stats_path).write_text(json.dumps({k: getattr(stats, k) for k in (
-            "model_bits", "model_bytes", "chosen_bits", "chosen_payload", "payload")} | {"methods": dict(stats.methods)}))
+            "model_bits", "mixed_bits", "model_bytes", "chosen_bits", "chosen_payload", "payload")} | {"methods": dict(stats.methods)}))
     elif argv[0] == "_py":
         kind, mode, src, dst = argv[1:]
         comp, decomp = _py_codec(kind)

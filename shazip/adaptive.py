@@ -1,0 +1,215 @@
+"""The adaptive context-mixing stage: NN bit probabilities refined online, then arithmetic coded.
+
+Each byte is coded as 8 binary decisions (most significant bit first). For each decision two
+logistic mixers combine the neural model's probability of the bit (exact subtree sums of its
+integer frequencies) with hashed context models (orders 1-8 of each lane's own bytes, words,
+columns of lines) and a match model over the history of every lane and earlier block; two APM stages
+refine the result, and a binary arithmetic coder codes the bit. The stage and coder are integer-only C++ (shazip/adaptive.cpp, whose header
+is the numerics contract); this module builds it, supplies its one transcendental table
+(squash, computed here with `decimal` so that it is identical everywhere) and wraps it.
+
+The tables live in an `AdaptiveStage` that outlives blocks: lanes and blocks learn from each
+other. A block coded by the stage on the encoder's side but finally stored another way is
+never seen by the decoder's stage, so the encoder takes a `snapshot()` before such a block and
+`restore()`s it afterwards. One block coder at a time per stage.
+"""
+
+from __future__ import annotations
+
+import decimal
+import struct
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+from . import extension
+from .errors import CorruptArchive, ShazipError
+
+SOURCE = Path(__file__).with_name("adaptive.cpp")
+# Integer arithmetic only (the measurement of code length aside), so no flag can change a result.
+CFLAGS = ["-O3", "-march=native"]
+ST_MAX = 4095  # the stretch domain is [-ST_MAX, ST_MAX] in units of 1/256 nat
+
+_module: ModuleType | None = None
+
+
+class AdaptiveUnavailable(ShazipError):
+    """The adaptive stage's C++ extension could not be built (no compiler, ninja or headers)."""
+
+
+@dataclass(frozen=True)
+class AdaptiveParams:
+    """Everything that shapes the stage's predictions: an archive records these, and a
+    decoder must use the same values.
+
+    table_bits: log2 of the bytes of each hashed context table (16-byte buckets of bit-history
+        states); order 1 is a direct 64 KB table whatever this is.
+    history_bits: log2 of the match model's history ring (bytes of this and earlier blocks).
+    match_bits: log2 of the entries of the match model's hash of recent contexts.
+    match_min: bytes of context that start a match (2..8).
+    mixer_lr: the mixer's learning rate, in units of 2**-20 per input * error product.
+    orders: context orders of the hashed models (1..8 bytes of the lane's own history).
+    word: contexts of the current alphabetic word (with the last byte), and of it with the word
+        before. column: the byte above in the previous line, the column and the last byte.
+    sparse: the two bytes before the last one.
+    nn, match, apm: the NN's inputs, the match model, the APM stages.
+    """
+
+    table_bits: int = 22
+    history_bits: int = 24
+    match_bits: int = 20
+    match_min: int = 6
+    mixer_lr: int = 16
+    orders: tuple[int, ...] = (1, 2, 3, 4, 6, 8)
+    word: bool = True
+    column: bool = True
+    sparse: bool = True
+    nn: bool = True
+    match: bool = True
+    apm: bool = True
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["orders"] = list(self.orders)
+        return d
+
+    def pack(self) -> bytes:
+        """The 8 bytes an archive's header records (docs/format.md)."""
+        orders = sum(1 << (o - 1) for o in self.orders)
+        models = sum(int(on) << i for i, on in enumerate(self._models()))
+        return struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
+                           self.mixer_lr, orders, models)
+
+    @staticmethod
+    def unpack(blob: bytes) -> AdaptiveParams:
+        """Parameters read from an archive, each checked against the bounds the encoder keeps
+        (ARCHIVE_LIMITS): a damaged header must not make the decoder allocate gigabytes."""
+        if len(blob) != PARAMS_BYTES:
+            raise CorruptArchive(f"adaptive stage parameters of {len(blob)} bytes (expected {PARAMS_BYTES})")
+        tb, hb, mb, mm, lr, orders, models = struct.unpack("<BBBBHBB", blob)
+        flags = [bool(models >> i & 1) for i in range(len(MODEL_FLAGS))]
+        if models >> len(MODEL_FLAGS) or not orders:
+            raise CorruptArchive("adaptive stage parameters are damaged (unknown models or no context order)")
+        p = AdaptiveParams(tb, hb, mb, mm, lr, tuple(o for o in range(1, 9) if orders >> (o - 1) & 1),
+                           **dict(zip(MODEL_FLAGS, flags)))
+        for name, (lo, hi) in ARCHIVE_LIMITS.items():
+            if not lo <= getattr(p, name) <= hi:
+                raise CorruptArchive(f"adaptive stage parameter {name} = {getattr(p, name)} is outside {lo}..{hi}")
+        return p
+
+    def _models(self) -> list[bool]:
+        return [getattr(self, name) for name in MODEL_FLAGS]
+
+
+VERSION = 1  # the arithmetic of adaptive.cpp; any change to it bumps this (archives record it)
+PARAMS_BYTES = 8
+MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
+# What archives may ask for: at most 7 hashed tables of 2**24 bytes, a 2**26-byte history and
+# 2**24 match entries (about 0.5 GB), whatever a damaged or hostile header says.
+ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
+                  "mixer_lr": (1, 64)}
+
+
+def squash_table() -> list[int]:
+    """squash(x) = clamp(round(65536 / (1 + exp(-x / 256))), 1, 65535) for x in [-4095, 4095],
+    rounded half to even in decimal arithmetic of 24 significant digits: the same integers on
+    every machine (a float exp could differ in the last place between libms)."""
+    return list(_squash())
+
+
+@lru_cache(maxsize=1)
+def _squash() -> tuple[int, ...]:
+    ctx = decimal.Context(prec=24, rounding=decimal.ROUND_HALF_EVEN)
+    out = []
+    for x in range(-ST_MAX, ST_MAX + 1):
+        e = ctx.exp(ctx.divide(decimal.Decimal(-x), decimal.Decimal(256)))
+        p = ctx.divide(decimal.Decimal(65536), ctx.add(decimal.Decimal(1), e))
+        out.append(min(max(int(p.to_integral_value(rounding=decimal.ROUND_HALF_EVEN)), 1), 65535))
+    return tuple(out)
+
+
+def load() -> ModuleType:
+    """The compiled extension (built on first use, cached per machine); AdaptiveUnavailable
+    if it cannot be built."""
+    global _module
+    if _module is None:
+        try:
+            _module = extension.build(SOURCE, "adaptive", CFLAGS, what="the adaptive stage")
+        except Exception as e:  # no compiler, ninja or headers
+            msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
+            raise AdaptiveUnavailable(f"the adaptive stage could not be built ({type(e).__name__}: {msg})") from e
+    return _module
+
+
+@dataclass
+class AdaptiveStage:
+    """The stage's tables and history, shared by every lane and kept across blocks."""
+
+    params: AdaptiveParams = field(default_factory=AdaptiveParams)
+
+    def __post_init__(self) -> None:
+        p = self.params
+        self._stage = load().Stage(squash_table(), p.table_bits, p.history_bits, p.match_bits, p.match_min,
+                                   p.mixer_lr, list(p.orders), p.word, p.column, p.sparse, p.nn, p.match, p.apm)
+
+    @property
+    def native(self):
+        """The C++ stage (for tests of single components: squash, stretch, ...)."""
+        return self._stage
+
+    @property
+    def position(self) -> int:
+        """Bytes coded so far by this stage (the global position of the next block)."""
+        return self._stage.position
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the stage's tables and history."""
+        return self._stage.bytes
+
+    def snapshot(self) -> object:
+        """A copy of every table (a memcpy of `nbytes`), for `restore`."""
+        return self._stage.snapshot()
+
+    def restore(self, snapshot: object) -> None:
+        self._stage.restore(snapshot)
+
+    def encoder(self, lanes: int, span: int, measure: bool = False) -> AdaptiveEncoder:
+        """A coder for one block of `lanes` lanes of at most `span` bytes (lane i is the block's
+        bytes [i * span, (i + 1) * span)). With `measure`, it sums the ideal code length."""
+        return AdaptiveEncoder(load().Encoder(self._stage, lanes, span, measure))
+
+    def decoder(self, lanes: int, span: int, payload: bytes) -> AdaptiveDecoder:
+        return AdaptiveDecoder(load().Decoder(self._stage, lanes, span, payload))
+
+
+class AdaptiveEncoder:
+    def __init__(self, native) -> None:
+        self._enc = native
+
+    def code(self, freq: torch.Tensor, symbols: torch.Tensor) -> torch.Tensor:
+        """Codes one step: symbols[i] (int64 [k]) of the k active lanes (a prefix) under the NN's
+        rows freq (int64 [k, 256], entries in [1, 2**30]); returns the symbols."""
+        self._enc.code(freq, symbols)
+        return symbols
+
+    def finish(self) -> bytes:
+        return self._enc.finish()
+
+    @property
+    def bits(self) -> float:
+        """Ideal code length of what was coded, in bits (if measured): sum of -log2 p(bit)."""
+        return self._enc.bits
+
+
+class AdaptiveDecoder:
+    def __init__(self, native) -> None:
+        self._dec = native
+
+    def code(self, freq: torch.Tensor) -> torch.Tensor:
+        """Decodes one step: the k active lanes' bytes (int64 [k]) given their rows [k, 256].
+        A damaged payload gives wrong bytes (which the block's checksum catches), never a fault."""
+        return self._dec.code(freq)
