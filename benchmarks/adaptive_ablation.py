@@ -1,6 +1,7 @@
-"""Ablation of the adaptive stage (shazip/adaptive.py) on dumped NN rows.
+"""Ablation of the adaptive stage (shazip/adaptive.py) on the int8 engine's rows of real files.
 
-Each input is an .npz of the int8 engine's rows for one block: freq uint32 [steps, lanes, 256],
+Each input is a file, whose rows the int8 engine computes first (--model, --lanes, --limit;
+outside the timings), or an .npz of rows dumped before: freq uint32 [steps, lanes, 256],
 data uint8 [n], lanes, n (lane i is data[i*span:(i+1)*span], span = ceil(n / lanes); freq[t, i]
 is lane i's row for its byte t). For each file it prints bits/byte of: the NN rows alone (their
 ideal code length), the stage without the NN input (context models only), NN + context models
@@ -9,14 +10,14 @@ length (the coder's overhead); then the stage's time per byte (encoder, and deco
 round-trip check). Timings include the per-step Python call; other processes on the machine
 make them noisy, so compare ratios within one run.
 
-    python benchmarks/adaptive_ablation.py [/work/nnrows/*.npz] [--set mixer_lr=8 --set orders=1,2,3]
+    python benchmarks/adaptive_ablation.py ../shared/data/enwik6 runs/suite/py_click_core.py --lanes 32
+    python benchmarks/adaptive_ablation.py rows.npz --set mixer_lr=8 --set orders=1,2,3
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import glob
 import time
 from pathlib import Path
 
@@ -24,14 +25,23 @@ import numpy as np
 import torch
 
 from shazip.adaptive import AdaptiveParams, AdaptiveStage
+from shazip.engines import IntEngine
+from shazip.modelfile import load_model
 
-DEFAULT_FILES = ["enwik6-200k-16lanes.npz", "logs-120k-8lanes.npz", "code-120k-8lanes.npz"]
-ROWS = Path("/work/nnrows")
-
-
-def load_rows(path: Path) -> tuple[torch.Tensor, np.ndarray, int]:
-    z = np.load(path)
-    return torch.from_numpy(z["freq"].astype(np.int64)), z["data"], int(z["lanes"])
+def load_rows(path: Path, model: str, lanes: int, limit: int | None) -> tuple[torch.Tensor, np.ndarray, int]:
+    if path.suffix == ".npz":
+        z = np.load(path)
+        return torch.from_numpy(z["freq"].astype(np.int64)), z["data"], int(z["lanes"])
+    data = np.frombuffer(path.read_bytes()[:limit], dtype=np.uint8)
+    sym, active, span = lane_grid(data, lanes)
+    engine = IntEngine(load_model(model))
+    state, prev = engine.start(lanes), np.zeros(lanes, dtype=np.int64)
+    freq = torch.empty(span, lanes, 256, dtype=torch.int32)  # every entry is below 2**31
+    for t in range(span):
+        state, f = engine.step(state, prev)
+        freq[t] = f.to(torch.int32)
+        prev = sym[t].copy()
+    return freq, data, lanes
 
 
 def lane_grid(data: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -46,7 +56,7 @@ def lane_grid(data: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray, int
 
 
 def model_bits(freq: torch.Tensor, sym: np.ndarray, active: np.ndarray) -> float:
-    f = freq[: len(sym)].numpy()
+    f = freq[: len(sym)].numpy().astype(np.int64)
     mask = np.arange(f.shape[1])[None, :] < active[:, None]
     chosen = np.take_along_axis(f, sym[:, :, None], axis=2)[:, :, 0].astype(np.float64)
     total = f.sum(axis=2, dtype=np.float64)
@@ -58,7 +68,7 @@ def encode(params: AdaptiveParams, freq: torch.Tensor, sym: np.ndarray, active: 
     """(ideal bits, payload, seconds)."""
     stage = AdaptiveStage(params)
     symbols = torch.from_numpy(sym)
-    steps = [(freq[t, :k], symbols[t, :k]) for t, k in enumerate(active)]  # outside the timing
+    steps = [(freq[t, :k].long(), symbols[t, :k]) for t, k in enumerate(active)]  # outside the timing
     t0 = time.process_time()
     enc = stage.encoder(sym.shape[1], span, measure=True)
     for f, s in steps:
@@ -70,7 +80,7 @@ def encode(params: AdaptiveParams, freq: torch.Tensor, sym: np.ndarray, active: 
 def decode(params: AdaptiveParams, freq: torch.Tensor, sym: np.ndarray, active: np.ndarray, span: int,
            payload: bytes) -> tuple[bool, float]:
     stage = AdaptiveStage(params)
-    rows = [freq[t, :k] for t, k in enumerate(active)]
+    rows = [freq[t, :k].long() for t, k in enumerate(active)]
     t0 = time.process_time()
     dec = stage.decoder(sym.shape[1], span, payload)
     out = [dec.code(f) for f in rows]
@@ -96,13 +106,15 @@ def parse_overrides(items: list[str]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="*")
+    ap.add_argument("files", nargs="+", help="files (rows computed by the int8 engine) or .npz rows")
+    ap.add_argument("--model", default="default")
+    ap.add_argument("--lanes", type=int, default=32)
+    ap.add_argument("--limit", type=int, default=None, help="only the first N bytes of each file")
     ap.add_argument("--set", action="append", default=[], help="override an AdaptiveParams field: name=value")
     ap.add_argument("--no-decode", action="store_true", help="skip the decoding check")
     args = ap.parse_args()
-    files = [Path(f) for f in args.files] or [ROWS / f for f in DEFAULT_FILES if (ROWS / f).exists()]
-    if not files:
-        files = [Path(f) for f in sorted(glob.glob(str(ROWS / "*.npz")))]
+    torch.set_num_threads(1)
+    files = [Path(f) for f in args.files]
     base = dataclasses.replace(AdaptiveParams(), **parse_overrides(args.set))
     print(f"params: {base.to_dict()}")
     configs = [("CM only (no NN input)", dataclasses.replace(base, nn=False)),
@@ -112,7 +124,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for path in files:
-        freq, data, lanes = load_rows(path)
+        freq, data, lanes = load_rows(path, args.model, args.lanes, args.limit)
         sym, active, span = lane_grid(data, lanes)
         n = len(data)
         print(f"{path.name:<26} {'NN only (ideal)':<24} {model_bits(freq, sym, active) / n:9.4f}")

@@ -140,7 +140,8 @@ def load() -> ModuleType:
             _module = extension.build(SOURCE, "adaptive", CFLAGS, what="the adaptive stage")
         except Exception as e:  # no compiler, ninja or headers
             msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
-            raise AdaptiveUnavailable(f"the adaptive stage could not be built ({type(e).__name__}: {msg})") from e
+            raise AdaptiveUnavailable(f"the adaptive stage could not be built ({type(e).__name__}: {msg}); it needs a "
+                                      f"C++ compiler; `--adapt none` compresses without it") from e
     return _module
 
 
