@@ -131,8 +131,8 @@ def test_round_trip_random_binary_does_not_expand(tmp_path, random_model_path):
     data = random.Random(1).randbytes(20_000)
     arc = cli_round_trip(tmp_path, data, random_model_path)
     # incompressible: stored raw, so the archive is the input plus framing only (docs/format.md):
-    # header 51 + len("tiny-random") = 62, one block header 24, trailer 17 -> 103 bytes
-    overhead = 51 + len("tiny-random") + 24 + 17
+    # header 51 + len("tiny-random") + the adaptive stage's 2 + 8, one block header 24, trailer 17
+    overhead = 51 + len("tiny-random") + 10 + 24 + 17
     assert arc.stat().st_size == len(data) + overhead
     assert json.loads(run("info", arc, "--json").stdout)["blocks"][0]["method"] == "raw"
 
@@ -294,7 +294,7 @@ def test_not_an_archive(tmp_path, random_model_path):
 
 
 def test_unsupported_version(tmp_path, random_model_path, raw_archive):
-    assert raw_archive[4] == 1  # format_version, docs/format.md
+    assert raw_archive[4] == 2  # format_version (with the adaptive stage), docs/format.md
     data = bytearray(raw_archive)
     data[4] = 9
     arc = write(tmp_path, "v.shz", bytes(data))
