@@ -1,6 +1,14 @@
 """shazip: a neural text compressor (SHA-RNN byte model + range coder)."""
 
+import os
+
 __version__ = "0.1.0"
+
+# OpenMP threads that spin while they wait hold a core each: with another process busy on the
+# machine, `--threads 2` on 2 cores then ran 36x slower than one thread (475 s vs 13 s for 100 KB,
+# measured with a training run and a fuzzer on the cores); waiting passively, 12 s. It must be
+# set before the OpenMP runtime starts (the first torch import), and a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .api import compress, compress_stream, decompress, decompress_stream, load  # noqa: E402
 from .errors import ShazipError  # noqa: E402

@@ -18,7 +18,7 @@ from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
 from .codec import ALL_METHODS, MAX_LANES, CodingStats, decode_block, encode_block
 from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Method, read_upto, verify_block
-from .engines import BY_ID, ENGINES, FloatEngine, IntEngine, check_replayable, check_threads, engine_for, torch_threads
+from .engines import BY_ID, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, resolve_threads, torch_threads
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes
 
@@ -53,7 +53,7 @@ def _engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], Load
 
 def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
                     lanes: int = DEFAULT_LANES, block_size: int = DEFAULT_BLOCK_SIZE,
-                    threads: int = 1, progress: Progress | None = None,
+                    threads: int = 0, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
                     stats: CodingStats | None = None, adapt: str = "cm") -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes.
@@ -66,7 +66,7 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
         raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
     if not 1 <= block_size <= MAX_BLOCK_SIZE:
         raise UsageError(f"block size must be between 1 and {MAX_BLOCK_SIZE}")
-    check_threads(threads)
+    threads = resolve_threads(threads)
     if not methods:
         raise UsageError("no block method allowed")
     if engine not in ENGINES:
@@ -98,11 +98,12 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
 
 
 def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
-                      progress: Progress | None = None, threads: int = 1) -> int:
+                      progress: Progress | None = None, threads: int = 0) -> int:
     """Decompresses src to dst, verifying each block before writing it; returns bytes written.
     `model` overrides the archive's model name; its id must still match the archive's.
-    `threads` applies to int8 archives (float32 ones replay the encoder's thread count)."""
-    check_threads(threads)
+    `threads` applies to int8 archives (float32 ones replay the encoder's thread count); 0, the
+    default, uses every available core."""
+    threads = resolve_threads(threads)
     reader = ArchiveReader(src)
     h = reader.header
     kind = BY_ID.get(h.engine)

@@ -159,7 +159,9 @@ def _file_options(f: Callable) -> Callable:
         click.option("--rm", "remove", is_flag=True, help="Remove the input after success."),
         click.option("-f", "--force", is_flag=True, help="Overwrite an existing output."),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
-        click.option("--threads", default=1, show_default=True, help="CPU threads for the model."),
+        click.option("-T", "--threads", default=0, show_default=True,
+                     help="CPU threads for the model; 0: every available core. The output does not "
+                          "depend on it (except with --engine float32)."),
     ]):
         f = opt(f)
     return f

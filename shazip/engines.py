@@ -109,9 +109,19 @@ def engine_for(engine_id: int, version: int) -> type[IntEngine] | type[FloatEngi
     return kind
 
 
-def check_threads(threads: int) -> None:
-    if not 1 <= threads <= MAX_THREADS:
-        raise UsageError(f"threads must be between 1 and {MAX_THREADS}")
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as containers and taskset set it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def resolve_threads(threads: int) -> int:
+    """threads, with 0 meaning every available core (at most MAX_THREADS)."""
+    if not 0 <= threads <= MAX_THREADS:
+        raise UsageError(f"threads must be between 0 (all available cores) and {MAX_THREADS}")
+    return threads or min(available_cores(), MAX_THREADS)
 
 
 def check_replayable(kind: type[IntEngine] | type[FloatEngine], threads: int) -> None:

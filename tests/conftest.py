@@ -4,10 +4,13 @@ Tests never need ../shared: the fixture text is committed (tests/data/README.md)
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
-import torch
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `import shazip` does: before torch starts OpenMP
+import torch  # noqa: E402
 
 from shazip.model import SHARNN, get_config
 from shazip.modelfile import load_model, save_model

@@ -179,3 +179,25 @@ def test_float_archive_needing_more_threads_than_cpus_is_refused(random_model, t
     struct.pack_into("<I", blob, end, zlib.crc32(bytes(blob[:end])))
     with pytest.raises(ShazipError, match="decodes exactly only with the"):
         shazip.decompress(bytes(blob), model=random_model)
+
+
+def test_threads_zero_means_every_available_core(trained, text):
+    from shazip.engines import available_cores, resolve_threads
+    assert resolve_threads(0) == min(available_cores(), 255) and resolve_threads(3) == 3
+    with pytest.raises(shazip.ShazipError, match="between 0"):
+        resolve_threads(-1)
+    data = text[:3000]
+    assert shazip.compress(data, model=trained, lanes=2, threads=0) == shazip.compress(data, model=trained, lanes=2,
+                                                                                      threads=1)
+
+
+def test_openmp_waits_passively_unless_the_user_says_otherwise():
+    """Spinning OpenMP threads stall when another process holds a core; shazip asks for passive
+    waiting before torch starts OpenMP, and leaves a user's own choice alone."""
+    import subprocess
+    import sys
+    code = "import os, shazip; print(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout == "PASSIVE\n"
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout == "ACTIVE\n"
