@@ -117,6 +117,8 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
         return found
 
     def stage() -> AdaptiveStage:
+        if kind is not IntEngine:  # the encoder never writes this: the stage reads integer rows
+            raise CorruptArchive(f"engine {h.engine} cannot drive the adaptive stage (damaged header?)")
         if h.adapt_version != adaptive.VERSION:
             raise UnsupportedVersion(f"archive needs adaptive stage version {h.adapt_version}, which this shazip "
                                      f"does not have")

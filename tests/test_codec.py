@@ -201,3 +201,17 @@ def test_golden_mixed_archive(trained, text):
     data = text[:6000]
     assert shazip.decompress(golden, model=trained) == data
     assert shazip.compress(data, model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED})) == golden
+
+
+def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, text):
+    """Found by benchmarks/fuzz.py: the encoder never writes this pairing (the stage needs the
+    int8 engine's integer rows); a damaged header that claims it is refused cleanly."""
+    import struct
+    import zlib
+    from shazip.testing import Layout
+    blob = bytearray(shazip.compress(text[:2000], model=trained, lanes=2, methods=frozenset({Method.MIXED})))
+    blob[5] = 0  # engine: float32
+    end = Layout.of(bytes(blob)).header_end
+    struct.pack_into("<I", blob, end, zlib.crc32(bytes(blob[:end])))
+    with pytest.raises(CorruptArchive, match="cannot drive the adaptive stage"):
+        shazip.decompress(bytes(blob), model=trained)
