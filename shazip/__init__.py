@@ -1,4 +1,4 @@
-"""shazip: a neural text compressor (SHA-RNN byte model + range coder)."""
+"""shazip: a neural text compressor (SHA-RNN byte model, adaptive context mixing, arithmetic coding)."""
 
 import os
 
@@ -11,6 +11,11 @@ __version__ = "0.1.0"
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .api import compress, compress_stream, decompress, decompress_stream, load  # noqa: E402
-from .errors import ShazipError  # noqa: E402
+from .errors import (  # noqa: E402
+    ChecksumMismatch, ContractError, CorruptArchive, ModelError, NotAnArchive, OutputExists, ShazipError, Truncated,
+    UnsupportedVersion, UsageError,
+)
 
-__all__ = ["compress", "decompress", "compress_stream", "decompress_stream", "load", "ShazipError", "__version__"]
+__all__ = ["compress", "decompress", "compress_stream", "decompress_stream", "load", "ShazipError", "NotAnArchive",
+           "UnsupportedVersion", "Truncated", "CorruptArchive", "ChecksumMismatch", "ModelError", "ContractError",
+           "OutputExists", "UsageError", "__version__"]

@@ -467,15 +467,25 @@ def test_error_empty_corpus(tmp_path):
 def test_error_corpus_too_short(tmp_path, text):
     short = tmp_path / "short.txt"
     short.write_bytes(text[:500])
-    # default --valid-bytes (2 MB) leaves nothing
+    # the default --valid-bytes (5 %, at least one segment) leaves too little for 32 streams
     r = cli("train", short, "--config", "tiny", "--out", tmp_path / "o", "--steps", 2, "--threads", 1)
-    assert_fails(r, "corpus too short")
+    msg = assert_fails(r, "corpus too short")
+    assert "--valid-bytes" in msg and "--batch" in msg  # the message names what to change
     r = cli("train", short, "--config", "tiny", "--out", tmp_path / "o2", "--valid-bytes", 150, "--batch", 4,
             "--steps", 2, "--threads", 1)  # 350 bytes cannot feed 4 streams of one 128+ byte segment
     assert_fails(r, "corpus too short")
     r = cli("train", short, "--config", "tiny", "--out", tmp_path / "o3", "--valid-bytes", 100,
             "--steps", 2, "--threads", 1)  # a validation slice shorter than one segment measures nothing
     assert_fails(r, "--valid-bytes must be at least one segment")
+
+
+def test_small_corpus_trains_with_the_default_held_out_share(tmp_path, text):
+    """A 64 KB corpus: 5 % is held out (not 2 MB), and training runs."""
+    out = tmp_path / "o"
+    r = cli("train", FIXTURE, "--config", "tiny", "--out", out, "--steps", 2, "--batch", 4, "--bptt", 32,
+            "--threads", 1, "--eval-every", 1)
+    assert_ok(r)
+    assert f"{len(text) // 20:,} bytes held out" in r.stderr and "until step 2" in r.stderr
 
 
 def test_error_unknown_config(tmp_path):

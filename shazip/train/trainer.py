@@ -41,6 +41,9 @@ from ..modelfile import load_model, save_model
 from .optim import make_optimizer
 
 
+DEFAULT_VALID_BYTES = 2_000_000
+
+
 @dataclass
 class TrainArgs:
     corpus: tuple[str, ...]
@@ -57,7 +60,7 @@ class TrainArgs:
     dropout: float | None = None
     mem_len: int | None = None
     init: str | None = None
-    valid_bytes: int = 2_000_000
+    valid_bytes: int | None = None  # None: min(2 MB, 5 % of the corpus)
     steps: int | None = None
     qat_steps: int = 0
     cooldown: int = 0
@@ -183,14 +186,18 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         raise UsageError("--cooldown needs --steps (the rate decays over the last N of them)")
     if args.cooldown < 0:
         raise UsageError("--cooldown must be >= 0")
+    if args.config not in PRESETS and args.init is None:
+        raise UsageError(f"unknown config '{args.config}' (--config: choose {', '.join(PRESETS)})")
+    corpus = Corpus(list(args.corpus))
+    if args.valid_bytes is None:  # a small corpus keeps most of itself for training
+        args = replace(args, valid_bytes=max(args.bptt + 1, min(DEFAULT_VALID_BYTES, len(corpus) // 20)))
     if args.valid_bytes < args.bptt + 1:
         raise UsageError(f"--valid-bytes must be at least one segment ({args.bptt + 1} bytes)")
-    corpus = Corpus(list(args.corpus))
     train_hi = len(corpus) - args.valid_bytes
     if train_hi < (args.bptt + 21) * args.batch * world:
-        raise UsageError(f"corpus too short: {len(corpus)} bytes leave {max(train_hi, 0)} for training, "
-                         f"need at least {(args.bptt + 21) * args.batch * world} "
-                         f"({args.batch * world} streams of one segment)")
+        raise UsageError(f"corpus too short: {len(corpus):,} bytes less --valid-bytes {args.valid_bytes:,} leave "
+                         f"{max(train_hi, 0):,} for training, and --batch {args.batch} streams of one --bptt "
+                         f"segment need {(args.bptt + 21) * args.batch * world:,}")
     streams = ByteStreams(corpus, 0, train_hi, args.batch, first_stream=rank * args.batch,
                           total_streams=args.batch * world)
 
@@ -233,6 +240,12 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
     net = torch.nn.parallel.DistributedDataParallel(model) if ddp else model
     metrics = open(out / "metrics.jsonl", "a") if rank == 0 else None
     stop.install()
+    if rank == 0 and args.progress:
+        until = " and ".join(x for x in (f"step {args.steps}" if args.steps is not None else "",
+                                         f"{args.minutes} minutes" if args.minutes is not None else "") if x)
+        print(f"training {cfg.d_model}x{cfg.n_layers}, memory {cfg.mem_len}, from step {step}, until "
+              f"{until or 'Ctrl-C (no --steps or --minutes)'}; {args.valid_bytes:,} bytes held out",
+              file=sys.stderr, flush=True)
     t_start = t_ckpt = t_log = time.time()
     log_bits, log_bytes, log_step0 = 0.0, 0, step
     record: dict = {}
@@ -339,36 +352,40 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
 @click.command("train")
 @click.argument("corpus", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--out", required=True, help="Run folder: checkpoint.pt, metrics.jsonl, NAME.safetensors.")
-@click.option("--config", default="small", show_default=True, help=f"Preset: {', '.join(PRESETS)}.")
+@click.option("--config", default="small", show_default=True,
+              help=f"Model shape preset: {', '.join(PRESETS)} (ignored with --init).")
 @click.option("--name", default=None, help="Exported model name (default: the --out folder name).")
 @click.option("--batch", default=32, show_default=True, help="Parallel streams per process.")
 @click.option("--bptt", default=128, show_default=True, help="Mean segment length (bytes).")
-@click.option("--lr", default=2e-3, show_default=True)
+@click.option("--lr", default=2e-3, show_default=True, help="Learning rate after the warm-up.")
 @click.option("--warmup", default=200, show_default=True, help="Linear warm-up steps.")
 @click.option("--clip", default=0.25, show_default=True, help="Gradient norm clip.")
 @click.option("--optimizer", type=click.Choice(["lamb", "adamw"]), default="lamb", show_default=True)
-@click.option("--weight-decay", default=0.0, show_default=True)
+@click.option("--weight-decay", default=0.0, show_default=True, help="Decoupled weight decay.")
 @click.option("--dropout", type=float, default=None, help="Override the preset's dropout.")
 @click.option("--mem-len", type=int, default=None, help="Override the attention memory length (states).")
 @click.option("--init", default=None,
               help="Warm start from a model file or bundled name (its shape; --config is then ignored).")
-@click.option("--valid-bytes", default=2_000_000, show_default=True, help="Held out from the corpus end.")
-@click.option("--steps", type=int, default=None, help="Stop after this many steps in total.")
+@click.option("--valid-bytes", type=int, default=None,
+              help="Held out from the corpus end for validation [default: 5 % of the corpus, at most 2 MB].")
+@click.option("--steps", type=int, default=None,
+              help="Stop after this many steps in total. With neither --steps nor --minutes, training runs "
+                   "until Ctrl-C, which saves and exports.")
 @click.option("--qat-steps", default=0, show_default=True,
               help="Quantization-aware training for the last N of --steps (int8-ready export).")
 @click.option("--cooldown", default=0, show_default=True,
               help="Decay the learning rate linearly over the last N of --steps.")
 @click.option("--int8", is_flag=True, help="Export the matrices as int8 rows + scales (the shipped form, ~4x smaller).")
 @click.option("--minutes", type=float, default=None, help="Stop after this much wall time (this run).")
-@click.option("--checkpoint-minutes", default=5.0, show_default=True)
+@click.option("--checkpoint-minutes", default=5.0, show_default=True, help="Save checkpoint.pt this often.")
 @click.option("--eval-every", default=500, show_default=True, help="Validation every N steps.")
-@click.option("--log-every", default=20, show_default=True)
+@click.option("--log-every", default=20, show_default=True, help="Log training bits/byte every N steps.")
 @click.option("--threads", type=int, default=None, help="torch CPU threads.")
 @click.option("--bf16/--fp32", default=False, show_default=True,
               help="bf16 autocast, fp32 master weights (slower than fp32 on a CPU without AMX).")
-@click.option("--seed", default=1234, show_default=True)
+@click.option("--seed", default=1234, show_default=True, help="Seeds the weights and the segment jitter.")
 @click.option("--resume", is_flag=True, help="Continue the checkpoint in --out exactly.")
-@click.option("-q", "--quiet", is_flag=True)
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 def train_command(quiet: bool, **kw) -> None:
     """Train a SHA-RNN on CORPUS files (plain or .zst) and export a model file."""
     kw["corpus"] = tuple(kw["corpus"])
