@@ -26,7 +26,7 @@ from . import __version__, extension, native
 from .api import ADAPT, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, compress_stream, decompress_stream
 from .container import describe
 from .engines import BY_ID, ENGINES
-from .errors import OutputExists, ShazipError, UsageError
+from .errors import ArchiveError, OutputExists, ShazipError, UsageError
 from .modelfile import bundle_model, bundled_index, load_model
 
 SUFFIX = ".shz"
@@ -87,8 +87,11 @@ def _input(path: str) -> Iterator[BinaryIO]:
 
 
 @contextlib.contextmanager
-def _output(path: str | None, force: bool) -> Iterator[BinaryIO]:
-    """stdout if path is None; else a temp file renamed to `path` only if the body succeeds."""
+def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[BinaryIO]:
+    """stdout if path is None; else a temp file renamed to `path` only if the body succeeds.
+    With `like` (the input file), the output gets its permission bits (never wider) and its
+    access and modification times, as gzip, xz and zstd do; else the usual 0666 less umask.
+    Errors name `path`, never the temporary file."""
     if path is None:
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
@@ -96,15 +99,28 @@ def _output(path: str | None, force: bool) -> Iterator[BinaryIO]:
     dest = Path(path)
     if dest.exists() and not force:
         raise OutputExists(f"{path}: already exists (use -f to overwrite)")
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    src = os.stat(like) if like is not None else None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write ({e.strerror})") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.fchmod(f.fileno(), 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual mode
+            if src is not None:
+                mode = src.st_mode & 0o777
+            else:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            os.fchmod(f.fileno(), mode)  # mkstemp makes 0600
             yield f
-            f.flush()
-            os.fsync(f.fileno())
+            try:
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError as e:
+                raise UsageError(f"{path}: cannot write ({e.strerror})") from None
+            if src is not None:
+                os.utime(f.fileno(), ns=(src.st_atime_ns, src.st_mtime_ns))
         os.replace(tmp, dest)
     finally:
         if os.path.exists(tmp):
@@ -212,7 +228,7 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
         if dest is None and sys.stdout.isatty() and not force:
             raise UsageError("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
         loaded = load_model(model)  # before creating any output: a missing model leaves nothing behind
-        with _input(file) as src, _output(dest, force) as dst:
+        with _input(file) as src, _output(dest, force, None if file == "-" else file) as dst:
             bar = ProgressBar(_size(file), not quiet)
             compress_stream(src, dst, loaded, lanes=lanes, block_size=block_size, threads=threads, progress=bar,
                             engine=engine, adapt=adapt)
@@ -240,10 +256,15 @@ def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remov
 
     def body() -> None:
         dest = _destination(file, output, to_stdout, _strip_suffix)
+        if file == "-" and sys.stdin.isatty():
+            raise UsageError("refusing to read compressed data from a terminal (give a file or redirect)")
         loaded = load_model(model) if model else None
-        with _input(file) as src, _output(dest, force) as dst:
+        with _input(file) as src, _output(dest, force, None if file == "-" else file) as dst:
             bar = ProgressBar(None, not quiet)
-            decompress_stream(src, dst, loaded, progress=bar, threads=threads)
+            try:
+                decompress_stream(src, dst, loaded, progress=bar, threads=threads)
+            except ArchiveError as e:  # name the user's file: "f.shz: archive is truncated"
+                raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
             bar.close()
         if remove and file != "-" and dest is not None:
             os.unlink(file)

@@ -34,7 +34,10 @@ MAGIC: bytes = b"SHZ\x89"
 # Format 1 (shazip 0.3) has no adaptive stage; format 2 adds its version and parameters to the
 # header. Archives without the stage are still written as format 1, byte for byte as 0.3 did.
 FORMAT_VERSIONS = (1, 2)
-MAX_BLOCK_SIZE = 1 << 28  # largest block_size accepted in a header
+MAX_BLOCK_SIZE = 1 << 28
+# What a file that is not ours may be, by its first bytes: named in the error, as a hint.
+OTHER_FORMATS = ((b"\x1f\x8b", "gzip"), (b"\xfd7zX", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"),
+                 (b"PK\x03\x04", "zip"), (b"7z\xbc\xaf", "7-Zip"), (b"7kSt", "zpaq"), (b"zPQ", "zpaq"))  # largest block_size accepted in a header
 
 _TAG_BLOCK = 0xB1
 _TAG_TRAILER = 0xE0
@@ -294,7 +297,8 @@ class ArchiveReader:
         if magic != MAGIC:
             if len(magic) < len(MAGIC) and MAGIC.startswith(magic):
                 raise Truncated("archive is truncated (reading magic)")
-            raise NotAnArchive("not a shazip archive (bad magic)")
+            kind = next((name for sig, name in OTHER_FORMATS if magic.startswith(sig)), None)
+            raise NotAnArchive("not a shazip archive" + (f" (this is a {kind} file)" if kind else " (bad magic)"))
         version = self._read(1, "reading header")[0]
         if version not in FORMAT_VERSIONS:
             raise UnsupportedVersion(

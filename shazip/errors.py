@@ -12,23 +12,27 @@ class ShazipError(Exception):
     exit_code = 1
 
 
-class NotAnArchive(ShazipError):
+class ArchiveError(ShazipError):
+    """Something is wrong with the archive being read (the kinds below)."""
+
+
+class NotAnArchive(ArchiveError):
     """Input does not start with the shazip magic bytes."""
 
 
-class UnsupportedVersion(ShazipError):
+class UnsupportedVersion(ArchiveError):
     """Archive format or engine version is newer/unknown."""
 
 
-class Truncated(ShazipError):
+class Truncated(ArchiveError):
     """Archive ends before its declared end."""
 
 
-class CorruptArchive(ShazipError):
+class CorruptArchive(ArchiveError):
     """Archive structure is damaged (header/block header checksum, impossible field)."""
 
 
-class ChecksumMismatch(ShazipError):
+class ChecksumMismatch(ArchiveError):
     """Decoded bytes of a block do not match the stored checksum."""
 
 

@@ -432,16 +432,63 @@ def test_version_and_help():
         assert_ok(run(*cmd, "--help"))
 
 
-def test_output_file_permissions_follow_umask(tmp_path, random_model_path):
+def test_outputs_keep_the_inputs_mode_and_times(tmp_path, random_model_path):
+    """As gzip/xz/zstd: a private file stays private, and its dates survive both ways."""
+    src = write(tmp_path, "a.txt", b"private notes\n")
+    src.chmod(0o600)
+    times = (981_173_106_000_000_000, 981_173_106_123_456_789)
+
+    def kept(path: Path) -> None:
+        st = path.stat()
+        assert st.st_mode & 0o777 == 0o600 and (st.st_atime_ns, st.st_mtime_ns) == times, (oct(st.st_mode), st)
+
+    os.utime(src, ns=times)
+    assert_ok(run("compress", src, "--model", random_model_path, "-q"))
+    kept(tmp_path / "a.txt.shz")  # (before decompress reads it, which may move its access time)
+    assert_ok(run("decompress", tmp_path / "a.txt.shz", "-o", tmp_path / "b.txt", "--model", random_model_path, "-q"))
+    kept(tmp_path / "b.txt")
+
+
+def test_output_from_standard_input_follows_umask(tmp_path, random_model_path):
     umask = os.umask(0)
     os.umask(umask)
-    src = write(tmp_path, "a.txt", b"hello")
-    assert_ok(run("compress", src, "--model", random_model_path, "-q"))
-    assert_ok(run("decompress", tmp_path / "a.txt.shz", "-o", tmp_path / "b.txt", "--model", random_model_path))
-    expected = 0o666 & ~umask
-    assert (tmp_path / "a.txt.shz").stat().st_mode & 0o777 == expected
-    assert (tmp_path / "b.txt").stat().st_mode & 0o777 == expected
+    r = run_in(["compress", "-", "-o", tmp_path / "s.shz", "--model", random_model_path, "-q"], b"hello")
+    assert_ok(r)
+    assert (tmp_path / "s.shz").stat().st_mode & 0o777 == 0o666 & ~umask
 
+
+def test_other_formats_are_named(tmp_path, random_model_path):
+    import gzip
+    arc = write(tmp_path, "x.shz", gzip.compress(b"hello"))
+    msg = assert_fails(run("decompress", arc, "--model", random_model_path), "this is a gzip file", tmp_path,
+                       ["x.shz"], code=1)
+    assert str(arc) in msg  # the user's file is named
+
+
+def test_unwritable_output_names_the_output(tmp_path, random_model_path):
+    src = write(tmp_path, "a.txt", b"hello")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who can write anywhere")
+        msg = assert_fails(run("compress", src, "-o", locked / "a.shz", "--model", random_model_path), "cannot write",
+                           tmp_path, ["a.txt", "locked"])
+        assert str(locked / "a.shz") in msg and ".tmp" not in msg
+    finally:
+        locked.chmod(0o700)
+
+
+def test_refuses_to_read_compressed_data_from_a_terminal(tmp_path, random_model_path):
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run(shazip_cmd("decompress", "-", "-c", "--model", random_model_path), cwd=tmp_path,
+                           stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert p.returncode == 2 and b"refusing to read compressed data from a terminal" in p.stderr
 
 
 def test_output_onto_the_input_is_refused(tmp_path, random_model_path):
