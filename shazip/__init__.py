@@ -10,7 +10,6 @@ __version__ = "0.1.0"
 # set before the OpenMP runtime starts (the first torch import), and a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .api import compress, compress_stream, decompress, decompress_stream, load  # noqa: E402
 from .errors import (  # noqa: E402
     ChecksumMismatch, ContractError, CorruptArchive, ModelError, NotAnArchive, OutputExists, ShazipError, Truncated,
     UnsupportedVersion, UsageError,
@@ -19,3 +18,14 @@ from .errors import (  # noqa: E402
 __all__ = ["compress", "decompress", "compress_stream", "decompress_stream", "load", "ShazipError", "NotAnArchive",
            "UnsupportedVersion", "Truncated", "CorruptArchive", "ChecksumMismatch", "ModelError", "ContractError",
            "OutputExists", "UsageError", "__version__"]
+
+_API = ("compress", "decompress", "compress_stream", "decompress_stream", "load")
+
+
+def __getattr__(name: str):
+    """The API functions, imported at first use: `import shazip` (and `shazip --help`) stays
+    light until something is compressed."""
+    if name in _API:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'shazip' has no attribute {name!r}")

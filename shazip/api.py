@@ -21,10 +21,9 @@ from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Met
 from .engines import BY_ID, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, resolve_threads, torch_threads
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes
+from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES
 
-DEFAULT_LANES = 32
-DEFAULT_BLOCK_SIZE = 2 << 20
-ADAPT: dict[str, AdaptiveParams | None] = {"cm": AdaptiveParams(), "none": None}  # the default first
+ADAPT: dict[str, AdaptiveParams | None] = dict(zip(ADAPT_CHOICES, (AdaptiveParams(), None)))
 
 Progress = Callable[[int], None]
 

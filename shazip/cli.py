@@ -22,12 +22,10 @@ from typing import BinaryIO, Callable, Iterator
 
 import click
 
-from . import __version__, extension, native
-from .api import ADAPT, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, compress_stream, decompress_stream
+from . import __version__
 from .container import describe
-from .engines import BY_ID, ENGINES
 from .errors import ArchiveError, OutputExists, ShazipError, UsageError
-from .modelfile import bundle_model, bundled_index, load_model
+from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, ENGINE_CHOICES
 
 SUFFIX = ".shz"
 
@@ -129,6 +127,7 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
 
 def run_command(body: Callable[[], None]) -> None:
     """Runs a command body, turning every expected failure into one line + exit code."""
+    from . import extension, native  # here, not at the top: `--help` and `--version` need no torch
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     extension.on_build = lambda message: click.echo(f"shazip: {message}", err=True)
     try:
@@ -184,20 +183,29 @@ def _file_options(f: Callable) -> Callable:
 
 
 class Commands(click.Group):
-    """The decoder's commands are defined here; the tools' are imported when they run (or when
-    the help lists them), so compressing and decompressing never load training or benchmark code."""
+    """The decoder's commands are defined here; the tools' are imported when they run, so
+    compressing and decompressing never load training or benchmark code, and the help lists
+    them from the summaries below without loading torch."""
 
-    LAZY = {"train": ("shazip.train.trainer", "train_command"), "bench": ("shazip.bench.command", "bench"),
-            "fetch-enwik8": ("shazip.bench.command", "fetch_enwik8")}
+    LAZY = {"train": ("shazip.train.trainer", "train_command", "Train a SHA-RNN on CORPUS files (plain or .zst)..."),
+            "bench": ("shazip.bench.command", "bench", "Benchmark shazip beside zstd, xz, bzip2, gzip, brotli,..."),
+            "fetch-enwik8": ("shazip.bench.command", "fetch_enwik8", "Download enwik8 into DIRECTORY (needs the...")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.LAZY])
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.LAZY:
-            module, attr = self.LAZY[name]
+            module, attr, _ = self.LAZY[name]
             return getattr(importlib.import_module(module), attr)
         return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, self.LAZY[name][2] if name in self.LAZY else
+                 self.commands[name].get_short_help_str(formatter.width - 6 - len(name)))
+                for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -213,10 +221,10 @@ def main() -> None:
 @click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
 @click.option("--lanes", default=DEFAULT_LANES, show_default=True, help="Parallel lanes per block.")
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
-@click.option("--adapt", type=click.Choice(list(ADAPT)), default="cm", show_default=True,
+@click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True,
               help="cm: an adaptive context-mixing stage learns the file as it is coded (smaller). "
                    "none: the model alone (as shazip 0.3; to evaluate the model).")
-@click.option("--engine", type=click.Choice(list(ENGINES)), default="int8", show_default=True,
+@click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="int8", show_default=True,
               help="int8: integer-exact, decodes on any machine. float32: reference; decodes only "
                    "on this machine with the same --threads.")
 def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, model: str,
@@ -227,6 +235,8 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
         dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
         if dest is None and sys.stdout.isatty() and not force:
             raise UsageError("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
+        from .api import compress_stream
+        from .modelfile import load_model
         loaded = load_model(model)  # before creating any output: a missing model leaves nothing behind
         with _input(file) as src, _output(dest, force, None if file == "-" else file) as dst:
             bar = ProgressBar(_size(file), not quiet)
@@ -258,6 +268,8 @@ def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remov
         dest = _destination(file, output, to_stdout, _strip_suffix)
         if file == "-" and sys.stdin.isatty():
             raise UsageError("refusing to read compressed data from a terminal (give a file or redirect)")
+        from .api import decompress_stream
+        from .modelfile import load_model
         loaded = load_model(model) if model else None
         with _input(file) as src, _output(dest, force, None if file == "-" else file) as dst:
             bar = ProgressBar(None, not quiet)
@@ -279,6 +291,7 @@ def info(file: str, as_json: bool) -> None:
     """Print the header and block table of an archive."""
 
     def body() -> None:
+        from .engines import BY_ID
         with _input(file) as src:
             d = describe(src)
         if as_json:
@@ -307,6 +320,7 @@ def info(file: str, as_json: bool) -> None:
               help="With --add: a bench.json of this model whose figures are recorded.")
 def models(add: str | None, name: str | None, bench_json: Path | None) -> None:
     """List the bundled models (or bundle one with --add)."""
+    from .modelfile import bundle_model, bundled_index
     if add:
         def body() -> None:
             try:

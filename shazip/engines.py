@@ -90,7 +90,7 @@ class IntEngine:
         return state, probabilities(freq)
 
 
-ENGINES: dict[str, type[IntEngine] | type[FloatEngine]] = {"int8": IntEngine, "float32": FloatEngine}
+ENGINES: dict[str, type[IntEngine] | type[FloatEngine]] = {kind.name: kind for kind in (IntEngine, FloatEngine)}
 BY_ID = {kind.engine_id: kind for kind in ENGINES.values()}
 
 

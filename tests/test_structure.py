@@ -69,3 +69,21 @@ def test_no_import_circles():
     for m in sorted(graph):
         if m not in state:
             visit(m, [])
+
+
+def test_help_and_version_do_not_load_torch():
+    """`shazip --help` / `--version` answer at once: no torch (about 2 s to import) behind them."""
+    for args in (["--version"], ["--help"], ["compress", "--help"], ["decompress", "--help"]):
+        p = subprocess.run([sys.executable, "-X", "importtime", "-m", "shazip", *args], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        loaded = {ln.rsplit("|", 1)[1].strip() for ln in p.stderr.splitlines() if ln.startswith("import time:")}
+        assert "torch" not in loaded, args
+    assert "Commands:" in p.stdout or "Usage:" in p.stdout
+
+
+def test_lazy_command_summaries_match_the_commands():
+    from shazip.cli import Commands
+    import importlib
+    for name, (module, attr, summary) in Commands.LAZY.items():
+        doc = getattr(importlib.import_module(module), attr).help
+        assert " ".join(doc.split()).startswith(summary.removesuffix("...")), name
