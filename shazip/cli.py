@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import io
 import json
 import os
 import signal
@@ -192,7 +193,15 @@ class Commands(click.Group):
             "fetch-enwik8": ("shazip.bench.command", "fetch_enwik8", "Download enwik8 into DIRECTORY (needs the...")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), *self.LAZY])
+        return sorted([*(n for n, c in self.commands.items() if not c.hidden), *self.LAZY])
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """gzip habits: arguments that do not start with a command name (files, -d, -t, ...,
+        or nothing: a filter from stdin to stdout) go to the file command."""
+        if not args or (args[0] not in self.commands and args[0] not in self.LAZY
+                        and args[0] not in ("-h", "--help", "-V", "--version")):
+            args = [FILES, *args]
+        return super().parse_args(ctx, args)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.LAZY:
@@ -209,9 +218,20 @@ class Commands(click.Group):
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="shazip")
+@click.version_option(__version__, "-V", "--version", prog_name="shazip")
 def main() -> None:
-    """shazip: neural text compression with a SHA-RNN byte model and a range coder."""
+    """shazip: neural text compression (a SHA-RNN byte model, an adaptive context-mixing stage
+    and an arithmetic coder).
+
+    \b
+    As gzip, xz and zstd:
+      shazip FILE...        compress each FILE to FILE.shz (the input is kept; --rm removes it)
+      shazip -d FILE.shz... decompress (also: unshazip); -c to standard output (shazcat)
+      shazip -t FILE.shz... decode and verify, write nothing;  -l: list the archive
+      shazip                with no FILE or with -: a filter, standard input to standard output
+      -k keep (the default), -f overwrite, -o NAME (one input), -r recurse into directories,
+      -T N threads (0: all cores), -q quiet, -v verbose; --model, --lanes, --block-size, --adapt
+    Or the commands below (`shazip COMMAND --help`)."""
 
 
 @main.command()
@@ -231,22 +251,110 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
              lanes: int, block_size: int, threads: int, quiet: bool, adapt: str, engine: str) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
 
+    coding = dict(model=model, lanes=lanes, block_size=block_size, threads=threads, engine=engine, adapt=adapt)
+    run_command(lambda: compress_file(file, _destination(file, output, to_stdout, lambda s: s + SUFFIX), force, remove,
+                                      quiet, coding))
+
+
+def compress_file(file: str, dest: str | None, force: bool, remove: bool, quiet: bool, coding: dict) -> None:
+    """FILE ("-": standard input) to dest (None: standard output)."""
+    if dest is None and sys.stdout.isatty() and not force:
+        raise UsageError("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
+    from .api import compress_stream
+    from .modelfile import load_model
+    loaded = load_model(coding["model"])  # before creating any output: a missing model leaves nothing behind
+    with _input(file) as src, _output(dest, force, None if file == "-" else file) as dst:
+        bar = ProgressBar(_size(file), not quiet)
+        compress_stream(src, dst, loaded, progress=bar, **{k: v for k, v in coding.items() if k != "model"})
+        bar.close()
+    if remove and file != "-" and dest is not None:
+        os.unlink(file)
+
+
+FILES = "files"  # the hidden command behind the gzip-style use
+
+
+def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
+    """The inputs: directories expanded (with -r) to their files that `want` accepts, sorted."""
+    out = []
+    for p in paths:
+        if recursive and p != "-" and os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                out += [os.path.join(root, f) for f in sorted(files) if want(f)]
+        else:
+            out.append(p)
+    return out
+
+
+@main.command(FILES, hidden=True)
+@click.argument("files", nargs=-1)
+@click.option("-d", "--decompress", "mode", flag_value="decompress", help="Decompress.")
+@click.option("-z", "--compress", "mode", flag_value="compress", default=True, help="Compress (the default).")
+@click.option("-t", "--test", "mode", flag_value="test", help="Decode and verify; write nothing.")
+@click.option("-l", "--list", "mode", flag_value="list", help="List each archive's header and blocks.")
+@click.option("-c", "--stdout", "to_stdout", is_flag=True, help="Write to standard output.")
+@click.option("-k", "--keep", is_flag=True, help="Keep the inputs (the default).")
+@click.option("--rm", "remove", is_flag=True, help="Remove each input after success.")
+@click.option("-f", "--force", is_flag=True, help="Overwrite outputs; write compressed data to a terminal.")
+@click.option("-o", "--output", help="Output file (one input only).")
+@click.option("-r", "--recursive", is_flag=True, help="Process the files in directories.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-v", "--verbose", is_flag=True, help="Say what each file became.")
+@click.option("-T", "--threads", default=0, show_default=True, help="CPU threads; 0: every available core.")
+@click.option("--model", default=None, help="Model name or file [compress: default].")
+@click.option("--lanes", default=DEFAULT_LANES, show_default=True)
+@click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True)
+@click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True)
+def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
+                  output: str | None, recursive: bool, quiet: bool, verbose: bool, threads: int, model: str | None,
+                  lanes: int, block_size: int, adapt: str) -> None:
+    """gzip-style use: every FILE in turn; one bad file does not stop the others, and the exit
+    status is the worst one."""
+    archives_only = mode != "compress"
+    inputs = _walk(files or ("-",), recursive,
+                   (lambda f: f.endswith(SUFFIX)) if archives_only else (lambda f: not f.endswith(SUFFIX)))
+    coding = dict(model=model or "default", lanes=lanes, block_size=block_size, threads=threads, engine="int8",
+                  adapt=adapt)
+
+    def one(file: str) -> None:
+        if mode == "list":
+            _list(file, as_json=False)
+        elif mode == "test":
+            decompress_file(file, None, force, False, quiet, model, threads, test=True)
+        elif mode == "decompress":
+            dest = _destination(file, output, to_stdout, _strip_suffix)
+            decompress_file(file, dest, force, remove, quiet, model, threads)
+        else:
+            dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
+            compress_file(file, dest, force, remove, quiet, coding)
+        if verbose and file != "-":
+            click.echo(f"{file}: {'OK' if mode == 'test' else 'done'}", err=True)
+
     def body() -> None:
-        dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
-        if dest is None and sys.stdout.isatty() and not force:
-            raise UsageError("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
-        from .api import compress_stream
-        from .modelfile import load_model
-        loaded = load_model(model)  # before creating any output: a missing model leaves nothing behind
-        with _input(file) as src, _output(dest, force, None if file == "-" else file) as dst:
-            bar = ProgressBar(_size(file), not quiet)
-            compress_stream(src, dst, loaded, lanes=lanes, block_size=block_size, threads=threads, progress=bar,
-                            engine=engine, adapt=adapt)
-            bar.close()
-        if remove and file != "-" and dest is not None:
-            os.unlink(file)
+        if output is not None and len(inputs) != 1:
+            raise UsageError("-o names one output: give exactly one input")
+        worst = 0
+        for file in inputs:
+            try:
+                one(file)
+            except ShazipError as e:
+                click.echo(f"shazip: {e}", err=True)
+                worst = max(worst, e.exit_code)
+        if worst:
+            sys.exit(worst)
 
     run_command(body)
+
+
+def unshazip() -> None:
+    """`unshazip FILE...`: `shazip -d FILE...`."""
+    main(["-d", *sys.argv[1:]], prog_name="unshazip")
+
+
+def shazcat() -> None:
+    """`shazcat FILE...`: `shazip -dc FILE...`."""
+    main(["-d", "-c", *sys.argv[1:]], prog_name="shazcat")
 
 
 def _strip_suffix(src: str) -> str:
@@ -264,24 +372,39 @@ def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remov
                model: str | None, threads: int, quiet: bool) -> None:
     """Decompress FILE.shz (or - for standard input) to FILE."""
 
-    def body() -> None:
-        dest = _destination(file, output, to_stdout, _strip_suffix)
-        if file == "-" and sys.stdin.isatty():
-            raise UsageError("refusing to read compressed data from a terminal (give a file or redirect)")
-        from .api import decompress_stream
-        from .modelfile import load_model
-        loaded = load_model(model) if model else None
-        with _input(file) as src, _output(dest, force, None if file == "-" else file) as dst:
-            bar = ProgressBar(None, not quiet)
-            try:
-                decompress_stream(src, dst, loaded, progress=bar, threads=threads)
-            except ArchiveError as e:  # name the user's file: "f.shz: archive is truncated"
-                raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
-            bar.close()
-        if remove and file != "-" and dest is not None:
-            os.unlink(file)
+    run_command(lambda: decompress_file(file, _destination(file, output, to_stdout, _strip_suffix), force, remove,
+                                        quiet, model, threads))
 
-    run_command(body)
+
+class _Discard(io.RawIOBase):
+    """Where --test writes: nowhere (every block is still decoded and checked)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        return len(b)
+
+
+def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quiet: bool, model: str | None,
+                    threads: int, test: bool = False) -> None:
+    """FILE.shz ("-": standard input) to dest (None: standard output); with `test`, decode and
+    verify every block, write nothing."""
+    if file == "-" and sys.stdin.isatty():
+        raise UsageError("refusing to read compressed data from a terminal (give a file or redirect)")
+    from .api import decompress_stream
+    from .modelfile import load_model
+    loaded = load_model(model) if model else None
+    out = contextlib.nullcontext(_Discard()) if test else _output(dest, force, None if file == "-" else file)
+    with _input(file) as src, out as dst:
+        bar = ProgressBar(None, not quiet)
+        try:
+            decompress_stream(src, dst, loaded, progress=bar, threads=threads)
+        except ArchiveError as e:  # name the user's file: "f.shz: archive is truncated"
+            raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
+        bar.close()
+    if remove and file != "-" and dest is not None and not test:
+        os.unlink(file)
 
 
 @main.command()
@@ -289,28 +412,31 @@ def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remov
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def info(file: str, as_json: bool) -> None:
     """Print the header and block table of an archive."""
+    run_command(lambda: _list(file, as_json))
 
-    def body() -> None:
-        from .engines import BY_ID
-        with _input(file) as src:
+
+def _list(file: str, as_json: bool) -> None:
+    from .engines import BY_ID
+    with _input(file) as src:
+        try:
             d = describe(src)
-        if as_json:
-            click.echo(json.dumps(d, indent=2))
-            return
-        click.echo(f"format version {d['format_version']}, engine {d['engine']} "
-                   f"({BY_ID[d['engine']].description if d['engine'] in BY_ID else 'unknown'}) v{d['engine_version']}"
-                   + (f", {d['threads']} threads" if d["threads"] else "")
-                   + (f", adaptive stage v{d['adapt_version']} (parameters {d['adapt_params']})" if d["adapt_version"]
-                      else ", no adaptive stage"))
-        click.echo(f"model {d['model_name']} id {d['model_id']}")
-        ratio = 8 * d["archive_bytes"] / d["total_len"] if d["total_len"] else 0.0
-        click.echo(f"original {d['total_len']} bytes, archive {d['archive_bytes']} bytes ({ratio:.3f} bits/byte)")
-        click.echo(f"block size {d['block_size']}, lanes {d['lanes']}, {d['n_blocks']} blocks")
-        for b in d["blocks"]:
-            click.echo(f"  block {b['index']}: {b['method']:5s} lanes {b['lanes']:4d} "
-                       f"{b['orig_len']:10d} -> {b['payload_len']:10d}")
-
-    run_command(body)
+        except ArchiveError as e:
+            raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
+    if as_json:
+        click.echo(json.dumps(d, indent=2))
+        return
+    click.echo(f"format version {d['format_version']}, engine {d['engine']} "
+               f"({BY_ID[d['engine']].description if d['engine'] in BY_ID else 'unknown'}) v{d['engine_version']}"
+               + (f", {d['threads']} threads" if d["threads"] else "")
+               + (f", adaptive stage v{d['adapt_version']} (parameters {d['adapt_params']})" if d["adapt_version"]
+                  else ", no adaptive stage"))
+    click.echo(f"model {d['model_name']} id {d['model_id']}")
+    ratio = 8 * d["archive_bytes"] / d["total_len"] if d["total_len"] else 0.0
+    click.echo(f"original {d['total_len']} bytes, archive {d['archive_bytes']} bytes ({ratio:.3f} bits/byte)")
+    click.echo(f"block size {d['block_size']}, lanes {d['lanes']}, {d['n_blocks']} blocks")
+    for b in d["blocks"]:
+        click.echo(f"  block {b['index']}: {b['method']:5s} lanes {b['lanes']:4d} "
+                   f"{b['orig_len']:10d} -> {b['payload_len']:10d}")
 
 
 @main.command()

@@ -562,3 +562,87 @@ def test_memory_does_not_grow_with_the_input(tmp_path, random_model_path, text):
         assert back.read_bytes() == src.read_bytes()
         peaks[mib] = (c.peak_rss_mb, d.peak_rss_mb)
     assert peaks[64][0] - peaks[4][0] < 30 and peaks[64][1] - peaks[4][1] < 30, peaks
+
+
+# ---------------------------------------------------------------- 6. gzip habits
+
+
+def test_several_files_one_bad_others_done(tmp_path, random_model_path):
+    """`shazip a b missing c`: the good files are compressed, the bad one is reported, the exit
+    status says so; then `-d` on the archives and `-t` on them."""
+    for name in "abc":
+        write(tmp_path, f"{name}.txt", f"text of {name}\n".encode() * 20)
+    r = run("--model", random_model_path, "-q", tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "nope.txt",
+            tmp_path / "c.txt")
+    assert r.exit_code == 2 and "nope.txt: no such file" in r.stderr
+    assert {"a.txt.shz", "b.txt.shz", "c.txt.shz"} <= set(listing(tmp_path))
+    archives = [tmp_path / f"{n}.txt.shz" for n in "abc"]
+    assert_ok(run("-t", "--model", random_model_path, "-q", *archives))
+    for n in "abc":
+        (tmp_path / f"{n}.txt").unlink()
+    assert_ok(run("-d", "--model", random_model_path, "-q", *archives))
+    assert (tmp_path / "b.txt").read_bytes() == b"text of b\n" * 20
+
+
+def test_test_mode_catches_a_flipped_bit_and_writes_nothing(tmp_path, random_model_path, raw_archive):
+    start, n, _ = payload_spans(raw_archive)[1]
+    bad = bytearray(raw_archive)
+    bad[start + n // 2] ^= 1
+    arc = write(tmp_path, "x.shz", bytes(bad))
+    good = write(tmp_path, "y.shz", raw_archive)
+    r = run("-t", "--model", random_model_path, arc, good)
+    assert r.exit_code == 1 and "x.shz: block 1: checksum mismatch" in r.stderr and "y.shz" not in r.stderr
+    assert listing(tmp_path) == ["x.shz", "y.shz"]
+
+
+def test_filter_without_files(random_model_path):
+    data = b"through a filter\n" * 30
+    comp = subprocess.run(shazip_cmd("--model", random_model_path), input=data, capture_output=True, timeout=120)
+    assert comp.returncode == 0 and comp.stdout.startswith(b"SHZ\x89")
+    back = subprocess.run(shazip_cmd("-d", "--model", random_model_path), input=comp.stdout, capture_output=True,
+                          timeout=120)
+    assert back.returncode == 0 and back.stdout == data
+
+
+def test_tar_uses_shazip_both_ways(tmp_path, random_model_path):
+    """`tar -I shazip`: tar runs the compressor as a filter, and with -d to read."""
+    import shutil
+    if shutil.which("tar") is None:
+        pytest.skip("no tar")
+    tool = tmp_path / "shz"
+    tool.write_text(f"#!/bin/sh\nexec {sys.executable} -m shazip --model {random_model_path} -q \"$@\"\n")
+    tool.chmod(0o755)
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "f.txt").write_bytes(b"inside a tar\n" * 50)
+    subprocess.run(["tar", "-I", str(tool), "-cf", "t.tar.shz", "tree"], cwd=tmp_path, check=True, timeout=120)
+    assert (tmp_path / "t.tar.shz").read_bytes()[:4] == b"SHZ\x89"
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run(["tar", "-I", str(tool), "-xf", str(tmp_path / "t.tar.shz")], cwd=out, check=True, timeout=120)
+    assert (out / "tree" / "sub" / "f.txt").read_bytes() == b"inside a tar\n" * 50
+
+
+def test_recursive_and_one_output(tmp_path, random_model_path):
+    (tmp_path / "d" / "e").mkdir(parents=True)
+    write(tmp_path / "d", "x.txt", b"x" * 100)
+    write(tmp_path / "d" / "e", "y.txt", b"y" * 100)
+    assert_ok(run("-r", "--model", random_model_path, "-q", tmp_path / "d"))
+    assert sorted(os.listdir(tmp_path / "d" / "e")) == ["y.txt", "y.txt.shz"]
+    r = run("-o", tmp_path / "o.shz", "--model", random_model_path, tmp_path / "d" / "x.txt", tmp_path / "d" / "e" / "y.txt")
+    assert r.exit_code == 2 and "exactly one input" in r.stderr
+
+
+def test_unshazip_and_shazcat_entry_points(tmp_path, random_model_path):
+    arc = tmp_path / "a.txt.shz"
+    assert_ok(run_in(["-o", arc, "--model", random_model_path, "-q", "-"], b"cat me\n"))
+    entry = "import sys; from shazip.cli import {0}; sys.argv[0] = '{0}'; {0}()"
+    cat = subprocess.run([sys.executable, "-c", entry.format("shazcat"), "--model", str(random_model_path), str(arc)],
+                         capture_output=True, timeout=120)
+    assert cat.returncode == 0 and cat.stdout == b"cat me\n"
+    un = subprocess.run([sys.executable, "-c", entry.format("unshazip"), "--model", str(random_model_path), "-q",
+                         str(arc)], capture_output=True, timeout=120)
+    assert un.returncode == 0 and (tmp_path / "a.txt").read_bytes() == b"cat me\n"
+    import tomllib
+    scripts = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"shazip": "shazip.cli:main", "unshazip": "shazip.cli:unshazip", "shazcat": "shazip.cli:shazcat"}
