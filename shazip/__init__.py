@@ -15,17 +15,20 @@ from .errors import (  # noqa: E402
     UnsupportedVersion, UsageError,
 )
 
-__all__ = ["compress", "decompress", "compress_stream", "decompress_stream", "load", "ShazipError", "NotAnArchive",
+__all__ = ["open", "ShazipFile", "compress", "decompress", "Compressor", "ShazipCompressor", "compress_stream",
+           "decompress_stream", "iter_decompress", "load", "ShazipError", "NotAnArchive",
            "UnsupportedVersion", "Truncated", "CorruptArchive", "ChecksumMismatch", "ModelError", "ContractError",
            "OutputExists", "UsageError", "__version__"]
 
-_API = ("compress", "decompress", "compress_stream", "decompress_stream", "load")
+_API = {"compress": "api", "decompress": "api", "compress_stream": "api", "decompress_stream": "api",
+        "iter_decompress": "api", "load": "api", "Compressor": "api", "ShazipCompressor": "api",
+        "open": "fileobj", "ShazipFile": "fileobj"}
 
 
 def __getattr__(name: str):
-    """The API functions, imported at first use: `import shazip` (and `shazip --help`) stays
-    light until something is compressed."""
+    """The API, imported at first use: `import shazip` (and `shazip --help`) stays light until
+    something is compressed."""
     if name in _API:
-        from . import api
-        return getattr(api, name)
+        import importlib
+        return getattr(importlib.import_module(f".{_API[name]}", __name__), name)
     raise AttributeError(f"module 'shazip' has no attribute {name!r}")

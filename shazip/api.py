@@ -10,7 +10,7 @@ Every failure is a `shazip.ShazipError` with a one-line message.
 from __future__ import annotations
 
 import io
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Iterator
 
 import torch
 
@@ -50,55 +50,130 @@ def _engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], Load
     return _Once(lambda: FloatEngine(loaded(), threads) if kind is FloatEngine else IntEngine(loaded()))
 
 
+class Compressor:
+    """A reusable compressor: the model is read and checked, and the engine built, once; every
+    archive it writes then reuses them (each archive gets its own adaptive stage).
+
+    `lanes`: parallel lanes per block (more is faster; each starts the model cold).
+    `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output
+    does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
+    decodes anywhere) or "float32" (decodes only on this machine with the same thread count).
+    `adapt`: "cm" (the adaptive stage learns the input as it is coded; int8 only) or "none" (the
+    model alone, as shazip 0.3 coded). `methods` restricts the block methods tried (e.g.
+    {Method.MIXED} to measure the model)."""
+
+    def __init__(self, model: str | LoadedModel = "default", *, lanes: int = DEFAULT_LANES,
+                 block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8", adapt: str = "cm",
+                 methods: frozenset[Method] = ALL_METHODS) -> None:
+        if not 1 <= lanes <= MAX_LANES:
+            raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
+        if not 1 <= block_size <= MAX_BLOCK_SIZE:
+            raise UsageError(f"block size must be between 1 and {MAX_BLOCK_SIZE}")
+        if not methods:
+            raise UsageError("no block method allowed")
+        if engine not in ENGINES:
+            raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
+        if adapt not in ADAPT:
+            raise UsageError(f"unknown adaptive stage '{adapt}' (choose {', '.join(ADAPT)})")
+        self.params = ADAPT[adapt]
+        if self.params is not None and engine != "int8":
+            raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
+        self.threads, self.lanes, self.methods = resolve_threads(threads), lanes, methods
+        self.loaded = loaded = _resolve(model)
+        if len(loaded.name.encode()) > 255:
+            raise UsageError(f"model name is longer than 255 bytes: {loaded.name[:40]}...")
+        kind = ENGINES[engine]
+        with torch_threads(self.threads):
+            self.header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
+                                 threads=torch.get_num_threads() if kind is FloatEngine else 0,
+                                 model_id=loaded.model_id, model_name=loaded.name, block_size=block_size, lanes=lanes,
+                                 adapt_version=adaptive.VERSION if self.params else 0,
+                                 adapt_params=self.params.pack() if self.params else b"")
+        self._engine = _engine(kind, lambda: loaded, self.header.threads)
+
+    def compress_stream(self, src: BinaryIO, dst: BinaryIO, progress: Progress | None = None,
+                        stats: CodingStats | None = None) -> int:
+        """src to dst one block at a time (bounded memory); returns the input bytes. `stats`
+        collects the model's cross-entropy and the methods chosen."""
+        obj = self.compressobj(progress, stats)
+        total = 0
+        while block := read_upto(src, self.header.block_size):
+            dst.write(obj.compress(block))
+            total += len(block)
+        dst.write(obj.flush())
+        return total
+
+    def compress(self, data: bytes) -> bytes:
+        obj = self.compressobj()
+        return obj.compress(data) + obj.flush()
+
+    def compressobj(self, progress: Progress | None = None, stats: CodingStats | None = None) -> ShazipCompressor:
+        """An incremental compressor for one archive (`compress(data)`, then `flush()`)."""
+        return ShazipCompressor(self, progress, stats)
+
+
+class ShazipCompressor:
+    """Incremental compression of one archive, as `zlib.compressobj`: `compress(data)` returns
+    whatever archive bytes are ready (a block is coded once `block_size` bytes have come),
+    `flush()` codes the rest and ends the archive. The bytes equal one-shot compression's."""
+
+    def __init__(self, compressor: Compressor | None = None, progress: Progress | None = None,
+                 stats: CodingStats | None = None) -> None:
+        self._c = compressor or Compressor()
+        self._progress, self._stats, self._pending, self._out = progress, stats, bytearray(), io.BytesIO()
+        params = self._c.params
+        self._stage = _Once(lambda: AdaptiveStage(params)) if params else None
+        self._writer: ArchiveWriter | None = ArchiveWriter(self._out, self._c.header)
+
+    def _block(self, block: bytes) -> None:
+        c = self._c
+        with torch_threads(c.threads):
+            method, k, payload = encode_block(c._engine, block, c.lanes, self._progress, c.methods, self._stats,
+                                              self._stage)
+        self._writer.add_block(method, k, block, payload)
+
+    def _drain(self) -> bytes:
+        out = self._out.getvalue()
+        self._out.seek(0)
+        self._out.truncate()
+        return out
+
+    def compress(self, data: bytes) -> bytes:
+        if self._writer is None:
+            raise ValueError("compress() after flush()")
+        self._pending += data
+        size = self._c.header.block_size
+        while len(self._pending) >= size:
+            self._block(bytes(self._pending[:size]))
+            del self._pending[:size]
+        return self._drain()
+
+    def flush(self) -> bytes:
+        if self._writer is None:
+            return b""
+        if self._pending:
+            self._block(bytes(self._pending))
+            self._pending.clear()
+        self._writer.finish()
+        self._writer = None
+        return self._drain()
+
+
 def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
                     lanes: int = DEFAULT_LANES, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 0, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
                     stats: CodingStats | None = None, adapt: str = "cm") -> int:
-    """Compresses src to dst one block at a time; returns the number of input bytes.
-    `methods` restricts the block methods tried (e.g. {Method.MIXED} to measure the model);
-    `stats`, if given, collects the model's cross-entropy and the methods chosen.
-    `engine` is "int8" (integer-exact, decodes anywhere) or "float32" (decodes only on this
-    machine with the same thread count). `adapt` is "cm" (the adaptive stage learns the input
-    as it is coded; int8 engine only) or "none" (the model alone, as shazip 0.3 coded)."""
-    if not 1 <= lanes <= MAX_LANES:
-        raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
-    if not 1 <= block_size <= MAX_BLOCK_SIZE:
-        raise UsageError(f"block size must be between 1 and {MAX_BLOCK_SIZE}")
-    threads = resolve_threads(threads)
-    if not methods:
-        raise UsageError("no block method allowed")
-    if engine not in ENGINES:
-        raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
-    if adapt not in ADAPT:
-        raise UsageError(f"unknown adaptive stage '{adapt}' (choose {', '.join(ADAPT)})")
-    params = ADAPT[adapt]
-    if params is not None and engine != "int8":
-        raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
-    loaded = _resolve(model)
-    if len(loaded.name.encode()) > 255:
-        raise UsageError(f"model name is longer than 255 bytes: {loaded.name[:40]}...")
-    with torch_threads(threads):
-        kind = ENGINES[engine]
-        header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
-                        threads=torch.get_num_threads() if kind is FloatEngine else 0,
-                        model_id=loaded.model_id, model_name=loaded.name, block_size=block_size, lanes=lanes,
-                        adapt_version=adaptive.VERSION if params else 0, adapt_params=params.pack() if params else b"")
-        get_engine = _engine(kind, lambda: loaded, header.threads)
-        get_stage = _Once(lambda: AdaptiveStage(params)) if params else None
-        writer = ArchiveWriter(dst, header)
-        total = 0
-        while block := read_upto(src, block_size):
-            method, k, payload = encode_block(get_engine, block, lanes, progress, methods, stats, get_stage)
-            writer.add_block(method, k, block, payload)
-            total += len(block)
-        writer.finish()
-    return total
+    """Compresses src to dst one block at a time; returns the number of input bytes. The
+    options are `Compressor`'s; make one to compress many inputs with one model load."""
+    c = Compressor(model, lanes=lanes, block_size=block_size, threads=threads, engine=engine, adapt=adapt,
+                   methods=methods)
+    return c.compress_stream(src, dst, progress, stats)
 
 
-def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
-                      progress: Progress | None = None, threads: int = 0) -> int:
-    """Decompresses src to dst, verifying each block before writing it; returns bytes written.
+def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progress: Progress | None = None,
+                    threads: int = 0) -> Iterator[bytes]:
+    """The blocks of the archive in src, each decoded and verified before it is yielded.
     `model` overrides the archive's model name; its id must still match the archive's.
     `threads` applies to int8 archives (float32 ones replay the encoder's thread count); 0, the
     default, uses every available core."""
@@ -125,27 +200,36 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
 
     get_engine = _engine(kind, loaded, h.threads)
     get_stage = _Once(stage) if h.adapt_version else None
-    total = 0
-    with torch_threads(h.threads if kind is FloatEngine else threads):
-        for bh, payload in reader.blocks():
+    for bh, payload in reader.blocks():
+        with torch_threads(h.threads if kind is FloatEngine else threads):
             try:
                 block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage)
             except CorruptArchive as e:
                 raise CorruptArchive(f"block {bh.index}: {e}") from None
-            verify_block(bh, block)
-            dst.write(block)
-            total += len(block)
+        verify_block(bh, block)
+        yield block
+
+
+def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
+                      progress: Progress | None = None, threads: int = 0) -> int:
+    """Decompresses src to dst, verifying each block before writing it; returns bytes written.
+    Options as `iter_decompress`."""
+    total = 0
+    for block in iter_decompress(src, model, progress, threads):
+        dst.write(block)
+        total += len(block)
     return total
 
 
 def compress(data: bytes, model: str | LoadedModel = "default", **kw) -> bytes:
-    """Compresses bytes in memory. Keyword arguments as `compress_stream`."""
+    """Compresses bytes in memory. Keyword arguments as `Compressor`."""
     out = io.BytesIO()
     compress_stream(io.BytesIO(data), out, model, **kw)
     return out.getvalue()
 
 
 def decompress(data: bytes, model: str | LoadedModel | None = None, **kw) -> bytes:
+    """Decompresses a whole archive in memory. Keyword arguments as `iter_decompress`."""
     out = io.BytesIO()
     decompress_stream(io.BytesIO(data), out, model, **kw)
     return out.getvalue()

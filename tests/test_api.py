@@ -201,3 +201,57 @@ def test_openmp_waits_passively_unless_the_user_says_otherwise():
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout == "PASSIVE\n"
     env["OMP_WAIT_POLICY"] = "ACTIVE"
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout == "ACTIVE\n"
+
+
+# ---------------------------------------------------------------- file objects and incremental coding
+
+
+def test_incremental_compressor_fed_a_byte_at_a_time_equals_one_shot(trained, text):
+    data = text[:3000]
+    c = shazip.Compressor(trained, lanes=2, block_size=1000)
+    obj = c.compressobj()
+    out = b"".join(obj.compress(data[i:i + 1]) for i in range(len(data))) + obj.flush()
+    assert out == c.compress(data) == shazip.compress(data, model=trained, lanes=2, block_size=1000)
+    assert shazip.decompress(out, model=trained) == data
+    assert c.compressobj().flush() == shazip.compress(b"", model=trained, lanes=2, block_size=1000)
+
+
+def test_reusable_compressor_loads_once(trained, text, monkeypatch):
+    c = shazip.Compressor(trained, lanes=2)
+    first = c.compress(text[:2000])
+    import shazip.engines as engines
+    monkeypatch.setattr(engines.IntModel, "__init__", lambda *a, **k: pytest.fail("the engine was built again"))
+    assert c.compress(text[:2000]) == first  # a fresh adaptive stage per archive, the same engine
+
+
+def test_open_binary_and_text(tmp_path, trained, text):
+    path = tmp_path / "a.shz"
+    with shazip.open(path, "wb", model=trained, lanes=2, block_size=1500) as f:
+        for i in range(0, 4000, 7):
+            f.write(text[i:min(i + 7, 4000)])
+    assert shazip.decompress(path.read_bytes(), model=trained) == text[:4000]
+    with shazip.open(path, "rb", model=trained) as f:
+        assert f.read(10) == text[:10] and f.read1(5) == text[10:15] and f.read() == text[15:4000]
+        assert f.read() == b""
+    with shazip.open(tmp_path / "t.shz", "wt", model=trained, encoding="utf-8") as f:
+        f.write("grüße ✓\n" * 50)
+    with shazip.open(tmp_path / "t.shz", "rt", model=trained, encoding="utf-8") as f:
+        assert f.readlines() == ["grüße ✓\n"] * 50
+    with pytest.raises(ValueError):
+        shazip.open(path, "rb", model=trained, encoding="utf-8")
+
+
+def test_open_with_tarfile_and_copyfileobj(tmp_path, trained, text):
+    import shutil
+    import tarfile
+    (tmp_path / "f.xml").write_bytes(text[:5000])
+    with shazip.open(tmp_path / "t.tar.shz", "wb", model=trained, lanes=4) as f:
+        with tarfile.open(fileobj=f, mode="w|") as tar:
+            tar.add(tmp_path / "f.xml", arcname="f.xml")
+    with shazip.open(tmp_path / "t.tar.shz", "rb", model=trained) as f:
+        with tarfile.open(fileobj=f, mode="r|") as tar:
+            member = next(iter(tar))
+            assert member.name == "f.xml" and tar.extractfile(member).read() == text[:5000]
+    with shazip.open(tmp_path / "t.tar.shz", "rb", model=trained) as f, open(tmp_path / "copy.tar", "wb") as g:
+        shutil.copyfileobj(f, g)
+    assert tarfile.open(tmp_path / "copy.tar").extractfile("f.xml").read() == text[:5000]
