@@ -15,13 +15,15 @@ from .errors import (  # noqa: E402
     UnsupportedVersion, UsageError,
 )
 
-__all__ = ["open", "ShazipFile", "compress", "decompress", "Compressor", "ShazipCompressor", "compress_stream",
+__all__ = ["open", "ShazipFile", "compress", "decompress", "Compressor", "ShazipCompressor", "ShazipDecompressor",
+           "compress_stream",
            "decompress_stream", "iter_decompress", "load", "ShazipError", "NotAnArchive",
            "UnsupportedVersion", "Truncated", "CorruptArchive", "ChecksumMismatch", "ModelError", "ContractError",
            "OutputExists", "UsageError", "__version__"]
 
 _API = {"compress": "api", "decompress": "api", "compress_stream": "api", "decompress_stream": "api",
         "iter_decompress": "api", "load": "api", "Compressor": "api", "ShazipCompressor": "api",
+        "ShazipDecompressor": "api",
         "open": "fileobj", "ShazipFile": "fileobj"}
 
 

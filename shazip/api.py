@@ -17,7 +17,10 @@ import torch
 from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
 from .codec import ALL_METHODS, MAX_LANES, CodingStats, decode_block, encode_block
-from .container import MAX_BLOCK_SIZE, ArchiveReader, ArchiveWriter, Header, Method, read_upto, verify_block
+from .container import (
+    BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, ArchiveReader, ArchiveWriter, Header, Method, header_length,
+    read_upto, record_length, verify_block,
+)
 from .engines import BY_ID, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, resolve_threads, torch_threads
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes
@@ -208,6 +211,59 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
                 raise CorruptArchive(f"block {bh.index}: {e}") from None
         verify_block(bh, block)
         yield block
+
+
+class ShazipDecompressor:
+    """Incremental decompression of one archive, as `zlib.decompressobj`: `decompress(data)`
+    takes archive bytes in any pieces and returns the original bytes of every block completed
+    so far, each verified; `eof` is true once the trailer was read. Options as
+    `iter_decompress`."""
+
+    def __init__(self, model: str | LoadedModel | None = None, threads: int = 0) -> None:
+        self._fed = io.BytesIO()
+        self._blocks = iter_decompress(self._fed, model, None, threads)
+        self._buf = bytearray()
+        self._started = False
+        self.eof = False
+
+    def decompress(self, data: bytes) -> bytes:
+        if self.eof:
+            if data:
+                raise CorruptArchive("trailing data after end of archive")
+            return b""
+        self._buf += data
+        out = []
+        while (n := self._unit()) is not None:
+            # the decoder reads exactly this unit: the header (first time) and one record
+            self._fed.seek(0)
+            self._fed.truncate()
+            self._fed.write(self._buf[:n])
+            self._fed.seek(0)
+            del self._buf[:n]
+            self._started = True
+            try:
+                out.append(next(self._blocks))
+            except StopIteration:
+                self.eof = True
+                if self._buf:
+                    raise CorruptArchive("trailing data after end of archive") from None
+                break
+        return b"".join(out)
+
+    def _unit(self) -> int | None:
+        """Bytes of the next unit the decoder can take whole (None: wait for more). A unit whose
+        start is already wrong is handed over as it is, for the decoder to refuse."""
+        head = 0 if self._started else header_length(bytes(self._buf[:MAX_HEADER]))
+        if head is None:
+            return None
+        if head > len(self._buf):
+            return None
+        if not self._started and head <= len(MAGIC) + 1:  # not a header (or not one we read): refuse it
+            return head
+        rec = record_length(bytes(self._buf[head:head + BLOCK_HEADER_BYTES]))
+        if rec is None or head + rec > len(self._buf):
+            return None
+        return head + rec
 
 
 def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,

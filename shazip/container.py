@@ -254,6 +254,48 @@ class ArchiveWriter:
         return trailer
 
 
+BLOCK_HEADER_BYTES = _BLOCK_HEADER.size + _CRC.size
+MAX_HEADER = _HEADER_HEAD.size + 255 + _HEADER_TAIL.size + 2 + 255 + _CRC.size
+
+
+def header_length(prefix: bytes) -> int | None:
+    """The length of the header an archive starts with, from its first bytes (None: more are
+    needed). A prefix that is already not a header gives the length the reader needs to
+    refuse it. For push-style decoders, which must know how many bytes to wait for."""
+    if len(prefix) < len(MAGIC) + 1:
+        return None if MAGIC.startswith(prefix[:len(MAGIC)]) else len(MAGIC)
+    if prefix[:len(MAGIC)] != MAGIC or prefix[4] not in FORMAT_VERSIONS:
+        return len(MAGIC) + 1
+    if len(prefix) < _HEADER_HEAD.size:
+        return None
+    n = _HEADER_HEAD.size + prefix[_HEADER_HEAD.size - 1] + _HEADER_TAIL.size
+    if prefix[4] == 2:
+        if len(prefix) < n + 2:
+            return None
+        n += 2 + prefix[n + 1]
+    return n + _CRC.size
+
+
+def record_length(prefix: bytes) -> int | None:
+    """The length of the record (block with its payload, or trailer) that starts `prefix`, or
+    None if more bytes are needed. A block header that is damaged or out of bounds gives just
+    its own length: the reader refuses it before any payload is read."""
+    if not prefix:
+        return None
+    if prefix[0] == _TAG_TRAILER:
+        return _TRAILER.size + _CRC.size
+    if prefix[0] != _TAG_BLOCK:
+        return 1
+    if len(prefix) < BLOCK_HEADER_BYTES:
+        return None
+    body = prefix[:_BLOCK_HEADER.size]
+    _, _, method, _, orig_len, payload_len, _ = _BLOCK_HEADER.unpack(body)
+    if (zlib.crc32(body) != _CRC.unpack(prefix[_BLOCK_HEADER.size:BLOCK_HEADER_BYTES])[0]
+            or method not in _METHOD_VALUES or payload_len > max_payload(method, orig_len)):
+        return BLOCK_HEADER_BYTES
+    return BLOCK_HEADER_BYTES + payload_len
+
+
 def read_upto(src: BinaryIO, n: int) -> bytes:
     """Up to n bytes, fewer only at EOF; loops because pipes return short reads. Reads in
     chunks, so memory grows with the bytes that arrive, not with the n asked for."""

@@ -255,3 +255,25 @@ def test_open_with_tarfile_and_copyfileobj(tmp_path, trained, text):
     with shazip.open(tmp_path / "t.tar.shz", "rb", model=trained) as f, open(tmp_path / "copy.tar", "wb") as g:
         shutil.copyfileobj(f, g)
     assert tarfile.open(tmp_path / "copy.tar").extractfile("f.xml").read() == text[:5000]
+
+
+def test_incremental_decompressor_fed_a_byte_at_a_time(trained, text):
+    data = text[:5000] + bytes(range(256)) * 4
+    blob = shazip.compress(data, model=trained, lanes=2, block_size=1500)
+    d = shazip.ShazipDecompressor(model=trained)
+    out = b"".join(d.decompress(blob[i:i + 1]) for i in range(len(blob)))
+    assert out == data and d.eof
+    whole = shazip.ShazipDecompressor(model=trained)
+    assert whole.decompress(blob) == data and whole.eof and whole.decompress(b"") == b""
+    with pytest.raises(CorruptArchive, match="trailing data"):
+        whole.decompress(b"x")
+    with pytest.raises(shazip.NotAnArchive, match="gzip"):
+        shazip.ShazipDecompressor().decompress(b"\x1f\x8b\x08\x00")
+    with pytest.raises(shazip.UnsupportedVersion):
+        shazip.ShazipDecompressor().decompress(b"SHZ\x89\x09" + bytes(60))
+    bad = bytearray(blob)
+    bad[len(blob) // 2] ^= 4
+    with pytest.raises(shazip.ShazipError):
+        d = shazip.ShazipDecompressor(model=trained)
+        for i in range(0, len(bad), 100):
+            d.decompress(bytes(bad[i:i + 100]))
