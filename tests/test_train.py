@@ -29,6 +29,7 @@ import zstandard
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
+import shazip
 from shazip import quant
 from shazip.cli import main
 from shazip.container import ArchiveReader, Method
@@ -37,7 +38,8 @@ from shazip.train.trainer import TrainArgs, lr_at, train
 
 from shazip.testing import lanes_of, run
 
-FIXTURE = Path(__file__).parent / "data" / "wiki.xml"
+DATA = Path(__file__).parent / "data"
+FIXTURE = DATA / "wiki.xml"
 VALID = 4000  # bytes held out at the end of the fixture
 METRIC_KEYS = {"step", "bytes_seen", "train_bpc", "bytes_per_s", "lr"}
 
@@ -535,3 +537,22 @@ def test_error_broken_zst(tmp_path, monkeypatch, text):
             "--threads", 1)
     assert_fails(r, "truncated")
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]  # nothing cached
+
+
+def test_fine_tune_an_existing_model(tmp_path, text, trained):
+    """`shazip train --init MODEL` starts from that model (its shape and weights) and exports a
+    model `--model` accepts; on the new kind of text it then does better than the start."""
+    corpus = tmp_path / "code.txt"  # a kind the fixture model never saw
+    corpus.write_bytes(b"".join(b"def f%d(x):\n    return x * %d + %d\n\n" % (i, i % 7, i % 11) for i in range(1500)))
+    out = tmp_path / "ft"
+    r = cli("train", corpus, "--init", DATA / "tiny-trained.safetensors", "--out", out, "--steps", 40,
+            "--batch", 4, "--bptt", 32, "--lr", 3e-3, "--warmup", 5, "--threads", 1, "--eval-every", 40)
+    assert_ok(r)
+    tuned = load_model(out / "ft.safetensors")
+    assert tuned.model.cfg == trained.model.cfg
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    sample = corpus.read_bytes()[-3000:]
+    assert shazip.decompress(shazip.compress(sample, model=tuned), model=tuned) == sample
+    before = len(shazip.compress(sample, model=trained, adapt="none", methods=frozenset({Method.MODEL})))
+    after = len(shazip.compress(sample, model=tuned, adapt="none", methods=frozenset({Method.MODEL})))
+    assert after < before, (before, after, records[-1])
