@@ -318,6 +318,7 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
                   adapt=adapt)
 
     def one(file: str) -> None:
+        dest = None
         if mode == "list":
             _list(file, as_json=False)
         elif mode == "test":
@@ -329,7 +330,7 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
             dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
             compress_file(file, dest, force, remove, quiet, coding)
         if verbose and file != "-":
-            click.echo(f"{file}: {'OK' if mode == 'test' else 'done'}", err=True)
+            click.echo(f"{file}: " + (_summary(file, dest) if mode in ("compress", "decompress") else "OK"), err=True)
 
     def body() -> None:
         if output is not None and len(inputs) != 1:
@@ -345,6 +346,16 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
             sys.exit(worst)
 
     run_command(body)
+
+
+def _summary(src: str, dest: str | None) -> str:
+    """`-v`: what became of a file, e.g. "425,000 -> 80,000 bytes (1.506 bits/byte), a.txt.shz"."""
+    if dest is None:
+        return "done (to standard output)"
+    a, b = os.path.getsize(src), os.path.getsize(dest)
+    plain, packed = (a, b) if dest.endswith(SUFFIX) else (b, a)
+    rate = f" ({8 * packed / plain:.3f} bits/byte)" if plain else ""
+    return f"{a:,} -> {b:,} bytes{rate}, {dest}"
 
 
 def unshazip() -> None:

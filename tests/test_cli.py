@@ -646,3 +646,11 @@ def test_unshazip_and_shazcat_entry_points(tmp_path, random_model_path):
     import tomllib
     scripts = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"shazip": "shazip.cli:main", "unshazip": "shazip.cli:unshazip", "shazcat": "shazip.cli:shazcat"}
+
+
+def test_verbose_says_what_each_file_became(tmp_path, random_model_path):
+    src = write(tmp_path, "v.txt", b"verbose " * 100)
+    r = run("-v", "-q", "--model", random_model_path, src)
+    assert_ok(r)
+    size = (tmp_path / "v.txt.shz").stat().st_size
+    assert f"{src}: 800 -> {size:,} bytes ({8 * size / 800:.3f} bits/byte), {src}.shz" in r.stderr
