@@ -14,7 +14,6 @@ holds nothing beyond what was there before (no output, no temporary file).
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import pty
@@ -30,7 +29,7 @@ from click.testing import CliRunner
 
 from shazip.api import compress as api_compress
 from shazip.cli import main
-from shazip.container import ArchiveReader, Method
+from shazip.container import Method
 from shazip.testing import payload_spans
 
 ZEROS = b"\x00" * 600  # 3 model-coded blocks of 200 bytes (1 lane each)

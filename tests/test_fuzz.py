@@ -4,7 +4,6 @@ another exception, a hang or a huge allocation. `benchmarks/fuzz.py` runs the sa
 
 from __future__ import annotations
 
-import os
 import random
 import resource
 import time

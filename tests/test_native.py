@@ -17,7 +17,6 @@ from shazip.container import Method
 from shazip.engines import IntEngine
 from shazip.errors import ContractError
 from shazip.model import SHARNN, Config
-from shazip.modelfile import load_model
 from shazip.testing import lanes_of, run, run_with_threads
 
 DATA = Path(__file__).parent / "data"

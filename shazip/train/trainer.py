@@ -247,7 +247,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
               f"{until or 'Ctrl-C (no --steps or --minutes)'}; {args.valid_bytes:,} bytes held out",
               file=sys.stderr, flush=True)
     t_start = t_ckpt = t_log = time.time()
-    log_bits, log_bytes, log_step0 = 0.0, 0, step
+    log_bits, log_bytes = 0.0, 0
     record: dict = {}
 
     def checkpoint() -> None:
