@@ -219,9 +219,9 @@ inline void mix_keys(KeyFn key, I64 n, const int32_t* u, I64 d, int32_t* mix) {
 struct Norm {
   at::Tensor gain, bias;
   // y = LayerNorm(x) in residual units (quant.QNorm)
-  void apply(const I64* x, I64* y, int d) const {
-    const I64* g = gain.data_ptr<I64>();
-    const I64* b = bias.data_ptr<I64>();
+  void apply(const I64* __restrict x, I64* __restrict y, int d) const {
+    const I64* __restrict g = gain.data_ptr<I64>();
+    const I64* __restrict b = bias.data_ptr<I64>();
     I64 s = 0;
     for (int i = 0; i < d; ++i) s += x[i];
     const I64 mean = rdiv(s, d);
@@ -234,7 +234,7 @@ struct Norm {
 };
 
 // quant.quantize_rows on one row: q = round(127 y / e), e = max|y| (>= 1)
-inline I64 quantize_row(const I64* y, int8_t* q, int d) {
+inline I64 quantize_row(const I64* __restrict y, int8_t* __restrict q, int d) {
   I64 e = 1;
   for (int i = 0; i < d; ++i) e = std::max<I64>(e, y[i] < 0 ? -y[i] : y[i]);
   const Divisor twice(2 * e);
@@ -247,12 +247,15 @@ struct Linear {
   at::Tensor bias;
   I64 shift;
   I64 n() const { return bias.size(0); }
-  // accs[p]: int32 [B, N] (input p times w[p]); es[p]: row scales or nullptr (fixed scale)
+  // accs[p]: int32 [B, N] (input p times w[p]); es[p]: row scales or nullptr (fixed scale).
+  // round(x / 2**s) is (x + 2**(s-1)) >> s, so the half is added with the bias and the shift
+  // is one vector shift; scale * m is formed first (the same integer: products are associative).
   void finish(std::initializer_list<const int32_t*> accs, std::initializer_list<const I64*> es, I64 b,
               I64* __restrict out) const {
     const I64 N = n(), s = shift;
     const I64* __restrict bs = bias.data_ptr<I64>();
-    for (I64 j = 0; j < N; ++j) out[j] = bs[j];
+    const I64 half = s > 0 ? I64(1) << (s - 1) : 0;
+    for (I64 j = 0; j < N; ++j) out[j] = bs[j] + half;
     auto e = es.begin();
     size_t p = 0;
     for (const int32_t* acc : accs) {
@@ -260,9 +263,9 @@ struct Linear {
       const I64* __restrict mm = m[p++].data_ptr<I64>();
       const I64 scale = *e ? (*e)[b] : 1;
       ++e;
-      for (I64 j = 0; j < N; ++j) out[j] += I64(a[j]) * scale * mm[j];
+      for (I64 j = 0; j < N; ++j) out[j] += I64(a[j]) * (scale * mm[j]);
     }
-    for (I64 j = 0; j < N; ++j) out[j] = rshift(out[j], s);
+    for (I64 j = 0; j < N; ++j) out[j] >>= s;
   }
 };
 
@@ -331,7 +334,9 @@ class Model {
   // Returns int64 frequencies [B, 256].
   at::Tensor step(at::Tensor x, std::vector<at::Tensor> hs, std::vector<at::Tensor> cs, at::Tensor keys,
                   at::Tensor mem_e, int64_t pos) {
-    const I64 B = x.size(0), d = d_;
+    // Loop bounds below are copied into the loop (`n = d`): a bound read through a lambda's
+    // reference capture would be reloaded after every int64 store, which stops vectorizing.
+    const I64 B = x.size(0), d = d_, DB = d_boom_;
     auto opt64 = at::TensorOptions().dtype(at::kLong);
     auto opt8 = at::TensorOptions().dtype(at::kChar);
     at::Tensor h = at::empty({B, d}, opt64), q8 = at::empty({B, d}, opt8), e = at::empty({B}, opt64);
@@ -365,19 +370,25 @@ class Model {
         for (I64 b = lo; b < hi; ++b) {
           blk.lstm.finish({ax.data_ptr<int32_t>(), ah.data_ptr<int32_t>()}, {e.data_ptr<I64>(), nullptr}, b,
                           gates.data());
-          lookup_all(sig, gates.data(), act.data(), 2 * d);  // i, f
-          lookup_all(tnh, gates.data() + 2 * d, act.data() + 2 * d, d);  // g
-          lookup_all(sig, gates.data() + 3 * d, act.data() + 3 * d, d);  // o
-          I64* c = cp + b * d;
-          for (I64 j = 0; j < d; ++j) {
-            c[j] = clampv(rshift(act[d + j] * c[j] + act[j] * act[2 * d + j], GATE_FRAC), -C_MAX, C_MAX);
-            cs_[j] = rshift(c[j], GATE_FRAC - FRAC);
+          const I64* __restrict g = gates.data();
+          I64* __restrict a = act.data();
+          lookup_all(sig, g, a, 2 * d);  // i, f
+          lookup_all(tnh, g + 2 * d, a + 2 * d, d);  // g
+          lookup_all(sig, g + 3 * d, a + 3 * d, d);  // o
+          I64* __restrict c = cp + b * d;
+          I64* __restrict cc = cs_.data();
+          for (I64 j = 0, n = d; j < n; ++j) {
+            c[j] = clampv(rshift(a[d + j] * c[j] + a[j] * a[2 * d + j], GATE_FRAC), -C_MAX, C_MAX);
+            cc[j] = rshift(c[j], GATE_FRAC - FRAC);
           }
-          lookup_all(tnh, cs_.data(), tc.data(), d);
-          for (I64 j = 0; j < d; ++j) {
-            const I64 hh = act[3 * d + j] * tc[j];  // Q30
-            hq[b * d + j] = static_cast<int8_t>(rshift(hh * 127, 2 * GATE_FRAC));
-            hp[b * d + j] = clampv(hp[b * d + j] + rshift(hh, 2 * GATE_FRAC - FRAC), -R_MAX, R_MAX);
+          lookup_all(tnh, cc, tc.data(), d);
+          const I64* __restrict t = tc.data();
+          int8_t* __restrict hqb = hq + b * d;
+          I64* __restrict hb = hp + b * d;
+          for (I64 j = 0, n = d; j < n; ++j) {
+            const I64 hh = a[3 * d + j] * t[j];  // Q30
+            hqb[j] = static_cast<int8_t>(rshift(hh * 127, 2 * GATE_FRAC));
+            hb[j] = clampv(hb[j] + rshift(hh, 2 * GATE_FRAC - FRAC), -R_MAX, R_MAX);
           }
         }
       });
@@ -394,16 +405,20 @@ class Model {
       });
       at::Tensor ab = at::_int_mm(q8, blk.boom.w[0]);
       at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
-        std::vector<I64> pre(d_boom_), g(d_boom_);
+        std::vector<I64> pre(DB), g(DB), sum(d);
         for (I64 b = lo; b < hi; ++b) {
           blk.boom.finish({ab.data_ptr<int32_t>()}, {e.data_ptr<I64>()}, b, pre.data());
-          lookup_all(gelu, pre.data(), g.data(), d_boom_);
-          for (I64 ch = 0; ch < d_boom_; ++ch) g[ch] += std::max<I64>(pre[ch] - LUT_HALF, 0);  // GELU(x) = x beyond 8
-          const I64* f = ff.data_ptr<I64>() + b * d;
-          for (I64 i = 0; i < d; ++i) hp[b * d + i] = f[i];
-          for (I64 ch = 0; ch < d_boom_; ch += d)
-            for (I64 i = 0; i < d; ++i) hp[b * d + i] += g[ch + i];
-          for (I64 i = 0; i < d; ++i) hp[b * d + i] = clampv(hp[b * d + i], -R_MAX, R_MAX);
+          const I64* __restrict pr = pre.data();
+          I64* __restrict gg = g.data();
+          lookup_all(gelu, pr, gg, DB);
+          for (I64 ch = 0, n = DB; ch < n; ++ch) gg[ch] += std::max<I64>(pr[ch] - LUT_HALF, 0);  // GELU(x) = x beyond 8
+          I64* __restrict acc = sum.data();
+          const I64* __restrict f = ff.data_ptr<I64>() + b * d;
+          for (I64 i = 0, n = d; i < n; ++i) acc[i] = f[i];
+          for (I64 ch = 0, end = DB, step = d; ch < end; ch += step)  // the Boom's chunks summed
+            for (I64 i = 0, n = d; i < n; ++i) acc[i] += gg[ch + i];
+          I64* __restrict hb = hp + b * d;
+          for (I64 i = 0, n = d; i < n; ++i) hb[i] = clampv(acc[i], -R_MAX, R_MAX);
         }
       });
     }
@@ -461,7 +476,7 @@ class Model {
       std::vector<int32_t> mix(d), dots(n), u(n);
       for (I64 b = lo; b < hi; ++b) {
         blk.q.finish({aqp}, {ep}, b, ql.data());
-        for (I64 i = 0; i < d; ++i) ql[i] = clampv(ql[i], -R_MAX, R_MAX);
+        for (I64 i = 0, n = d; i < n; ++i) ql[i] = clampv(ql[i], -R_MAX, R_MAX);
         blk.q_ln.apply(ql.data(), qn.data(), d);
         const I64 eq = quantize_row(qn.data(), qq.data(), d);
         const int8_t* km = qmp + b * d;
@@ -483,7 +498,7 @@ class Model {
         mix_keys(key, n, u.data(), d, mix.data());
         const I64 ebar = floordiv(we_sum << 8, w_sum);
         const I64* md = midp + b * d;
-        for (I64 i = 0; i < d; ++i) {
+        for (I64 i = 0, n = d; i < n; ++i) {
           const I64 t = rshift(I64(mix[i]) * ebar, 25);
           hp[b * d + i] = clampv(md[i] + rdiv2(t * vs[i], out_div), -R_MAX, R_MAX);
         }
