@@ -10,6 +10,7 @@ Every failure is a `shazip.ShazipError` with a one-line message.
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from typing import BinaryIO, Callable, Iterator
 
 import torch
@@ -18,12 +19,12 @@ from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
 from .codec import ALL_METHODS, MAX_LANES, CodingStats, decode_block, encode_block
 from .container import (
-    BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, ArchiveReader, ArchiveWriter, Header, Method, header_length,
+    BLOCK_HEADER_BYTES, MAX_BLOCK_SIZE, MAX_HEADER, ArchiveReader, ArchiveWriter, Header, Method, first_unit,
     read_upto, record_length, verify_block,
 )
 from .engines import BY_ID, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, resolve_threads, torch_threads
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
-from .modelfile import LoadedModel, find_model, load_model, model_from_bytes
+from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES
 
 ADAPT: dict[str, AdaptiveParams | None] = dict(zip(ADAPT_CHOICES, (AdaptiveParams(), None)))
@@ -89,7 +90,8 @@ class Compressor:
         with torch_threads(self.threads):
             self.header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
                                  threads=torch.get_num_threads() if kind is FloatEngine else 0,
-                                 model_id=loaded.model_id, model_name=loaded.name, block_size=block_size, lanes=lanes,
+                                 model_id=loaded.model_id, model_name=stored_name(loaded, bool(self.params)),
+                                 block_size=block_size, lanes=lanes,
                                  adapt_version=adaptive.VERSION if self.params else 0,
                                  adapt_params=self.params.pack() if self.params else b"")
         self._engine = _engine(kind, lambda: loaded, self.header.threads)
@@ -124,12 +126,25 @@ class ShazipCompressor:
                  stats: CodingStats | None = None) -> None:
         self._c = compressor or Compressor()
         self._progress, self._stats, self._pending, self._out = progress, stats, bytearray(), io.BytesIO()
-        params = self._c.params
-        self._stage = _Once(lambda: AdaptiveStage(params)) if params else None
-        self._writer: ArchiveWriter | None = ArchiveWriter(self._out, self._c.header)
+        self._stage: _Once | None = None
+        self._writer: ArchiveWriter | None = None  # made with the first block, which settles the stage's size
+        self._done = False
 
-    def _block(self, block: bytes) -> None:
+    def _start(self, whole: int | None) -> None:
+        """The archive's header and stage. An input that is one block, of `whole` bytes in all,
+        gets tables sized for it (the header records them)."""
         c = self._c
+        header, params = c.header, c.params
+        if params is not None and whole is not None:
+            params = params.fitted(whole)
+            header = replace(header, adapt_params=params.pack())
+        self._stage = _Once(lambda: AdaptiveStage(params)) if params else None
+        self._writer = ArchiveWriter(self._out, header)
+
+    def _block(self, block: bytes, last: bool = False) -> None:
+        c = self._c
+        if self._writer is None:
+            self._start(len(block) if last else None)
         with torch_threads(c.threads):
             method, k, payload = encode_block(c._engine, block, c.lanes, self._progress, c.methods, self._stats,
                                               self._stage)
@@ -142,7 +157,7 @@ class ShazipCompressor:
         return out
 
     def compress(self, data: bytes) -> bytes:
-        if self._writer is None:
+        if self._done:
             raise ValueError("compress() after flush()")
         self._pending += data
         size = self._c.header.block_size
@@ -152,13 +167,15 @@ class ShazipCompressor:
         return self._drain()
 
     def flush(self) -> bytes:
-        if self._writer is None:
+        if self._done:
             return b""
+        self._done = True
         if self._pending:
-            self._block(bytes(self._pending))
+            self._block(bytes(self._pending), last=True)
             self._pending.clear()
+        if self._writer is None:  # nothing came
+            self._start(0)
         self._writer.finish()
-        self._writer = None
         return self._drain()
 
 
@@ -188,8 +205,8 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
     def loaded() -> LoadedModel:
         check_replayable(engine_for(h.engine, h.engine_version), h.threads)
         found = find_model(h.model_name, h.model_id) if model is None else _resolve(model)
-        if found.model_id != h.model_id:
-            raise ModelError(f"wrong model: the archive needs '{h.model_name}' (id {h.model_id.hex()[:16]}), "
+        if not found.model_id.startswith(h.model_id):  # format 3 records the id's first 8 bytes
+            raise ModelError(f"wrong model: the archive needs {model_label(h.model_name, h.model_id)}, "
                              f"given '{found.name}' (id {found.id_hex[:16]})")
         return found
 
@@ -224,6 +241,7 @@ class ShazipDecompressor:
         self._blocks = iter_decompress(self._fed, model, None, threads)
         self._buf = bytearray()
         self._started = False
+        self._ended = False  # the units so far hold the whole archive
         self.eof = False
 
     def decompress(self, data: bytes) -> bytes:
@@ -251,19 +269,20 @@ class ShazipDecompressor:
         return b"".join(out)
 
     def _unit(self) -> int | None:
-        """Bytes of the next unit the decoder can take whole (None: wait for more). A unit whose
-        start is already wrong is handed over as it is, for the decoder to refuse."""
-        head = 0 if self._started else header_length(bytes(self._buf[:MAX_HEADER]))
-        if head is None:
+        """Bytes of the next unit the decoder can take whole (None: wait for more): the header
+        with the first record, then one record at a time, and an empty unit once the archive is
+        complete (the decoder then ends it). A unit whose start is already wrong is handed over
+        as it is, for the decoder to refuse."""
+        if self._ended:
+            return 0
+        if self._started:
+            n = record_length(bytes(self._buf[:BLOCK_HEADER_BYTES]))
+            return None if n is None or n > len(self._buf) else n
+        first = first_unit(bytes(self._buf[:MAX_HEADER + BLOCK_HEADER_BYTES]))
+        if first is None or first[0] > len(self._buf):
             return None
-        if head > len(self._buf):
-            return None
-        if not self._started and head <= len(MAGIC) + 1:  # not a header (or not one we read): refuse it
-            return head
-        rec = record_length(bytes(self._buf[head:head + BLOCK_HEADER_BYTES]))
-        if rec is None or head + rec > len(self._buf):
-            return None
-        return head + rec
+        self._ended = first[1]
+        return first[0]
 
 
 def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,

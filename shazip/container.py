@@ -1,18 +1,28 @@
 """The `.shz` archive container: byte layout only, no compression.
 
-    archive = header, block*, trailer
-    header  = "SHZ\\x89" | format_version u8 | engine u8 | engine_version u8 | threads u8 |
+    archive = header, block*, trailer                     (formats 1, 2; format 3 with several blocks)
+            | header with the one block's fields, payload (format 3 "solo": a single block)
+    header 1/2 = "SHZ\\x89" | format_version u8 | engine u8 | engine_version u8 | threads u8 |
               model_id 32B | name_len u8 | model_name | block_size u32 | lanes u16 |
               [format 2: adapt_version u8 | params_len u8 | adapt_params] | header_crc u32
+    header 3 = "SHZ\\x89" | 3 | flags u8 (SOLO 1, NAME 2, solo method << 2) |
+              engine u8 (id << 4 | version) | model_id 8B | [NAME: name_len u8 | model_name] |
+              adapt_version u8 | params_len u8 | adapt_params |
+              [SOLO: lanes v | orig_len - 1 v | payload_len v | data_crc u32
+               else: block_size v | lanes v] | header_crc u32           (v: LEB128 varint)
     block   = 0xB1 | index u32 | method u8 | lanes u16 | orig_len u32 | payload_len u32 |
               data_crc u32 | bh_crc u32 | payload
     trailer = 0xE0 | n_blocks u32 | total_len u64 | tr_crc u32
 
-All integers are little-endian, every crc is zlib.crc32. The block count and total length live
-in a trailer (not an up-front table) so an archive can be written to a pipe with bounded memory.
-The codec chooses each block's method and payload; this module only frames, checks and unframes
-them. Every length read from an archive is checked against limits before that many bytes are
-read, so a hostile archive can neither force a huge allocation nor make the reader hang.
+All fixed-width integers are little-endian, every crc is zlib.crc32. The block count and total
+length live in a trailer (not an up-front table) so an archive can be written to a pipe with
+bounded memory. Format 3 (archives with the adaptive stage) cuts what a small file pays: the
+model is named by the first 8 bytes of its sha256 (every block's crc still proves the decode),
+the model's name only when it is not a bundled one, and an input of one block is framed in the
+header itself (38 bytes in all for a 4 KB file, 40 at most, against 108 in format 2). The codec chooses
+each block's method and payload; this module only frames, checks and unframes them. Every
+length read from an archive is checked against limits before that many bytes are read, so a
+hostile archive can neither force a huge allocation nor make the reader hang.
 See docs/format.md for the full specification.
 """
 
@@ -20,7 +30,7 @@ import enum
 import struct
 import zlib
 from dataclasses import asdict, dataclass
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from shazip.errors import (
     ChecksumMismatch,
@@ -31,9 +41,10 @@ from shazip.errors import (
 )
 
 MAGIC: bytes = b"SHZ\x89"
-# Format 1 (shazip 0.3) has no adaptive stage; format 2 adds its version and parameters to the
-# header. Archives without the stage are still written as format 1, byte for byte as 0.3 did.
-FORMAT_VERSIONS = (1, 2)
+# Format 1 (shazip 0.3) has no adaptive stage; format 2 added its version and parameters to the
+# header; format 3 (written for every archive with the stage) is format 2 made compact. Archives
+# without the stage are still written as format 1, byte for byte as 0.3 did.
+FORMAT_VERSIONS = (1, 2, 3)
 MAX_BLOCK_SIZE = 1 << 28
 # What a file that is not ours may be, by its first bytes: named in the error, as a hint.
 OTHER_FORMATS = ((b"\x1f\x8b", "gzip"), (b"\xfd7zX", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"),
@@ -49,6 +60,9 @@ _READ_CHUNK = 1 << 20  # memory grows with bytes actually received, not with dec
 # magic, format_version, engine, engine_version, threads, model_id, name_len
 _HEADER_HEAD = struct.Struct("<4sBBBB32sB")
 _HEADER_TAIL = struct.Struct("<IH")  # block_size, lanes
+_SHORT_ID_LEN = 8  # format 3: the model id's first bytes
+_SOLO, _NAME, _METHOD_BITS = 1, 2, 12  # format 3 flags: bits 2-3 hold a solo block's method
+_VARINT_MAX = 5  # bytes of the longest varint a field may take (payload_len < 2**35)
 # tag, index, method, lanes, orig_len, payload_len, data_crc (bh_crc follows)
 _BLOCK_HEADER = struct.Struct("<BIBHIII")
 _TRAILER = struct.Struct("<BIQ")  # tag, n_blocks, total_len (tr_crc follows)
@@ -92,13 +106,19 @@ class Header:
     lanes: int  # 1..65535
     adapt_version: int = 0  # 0: no adaptive stage (format 1)
     adapt_params: bytes = b""  # the stage's parameters, <= 255 bytes, opaque here
+    format_version: int = 0  # 0: the format written today for these fields (3 with the stage, else 1)
 
-    @property
-    def format_version(self) -> int:
-        return 2 if self.adapt_version else 1
+    def __post_init__(self) -> None:
+        if not self.format_version:
+            object.__setattr__(self, "format_version", 3 if self.adapt_version else 1)
 
-    def pack(self) -> bytes:
-        """Serialize; a field that cannot be represented is a programmer error (ValueError)."""
+    def pack(self, solo: "BlockHeader | None" = None) -> bytes:
+        """Serialize (format 3: with the fields of the archive's only block, if `solo`); a field
+        that cannot be represented is a programmer error (ValueError)."""
+        if self.format_version == 3:
+            return self._pack3(solo)
+        if solo is not None:
+            raise ValueError(f"format {self.format_version} has no single-block layout")
         _check_range("engine", self.engine, 0, 255)
         _check_range("engine_version", self.engine_version, 0, 255)
         _check_range("threads", self.threads, 0, 255)
@@ -112,6 +132,8 @@ class Header:
         _check_range("adapt_params length", len(self.adapt_params), 0, 255)
         if not self.adapt_version and self.adapt_params:
             raise ValueError("adapt_params without an adaptive stage")
+        if (self.format_version == 2) != bool(self.adapt_version):
+            raise ValueError(f"format {self.format_version} with adapt_version {self.adapt_version}")
         head = _HEADER_HEAD.pack(
             MAGIC, self.format_version, self.engine, self.engine_version, self.threads,
             self.model_id, len(name),
@@ -120,6 +142,103 @@ class Header:
         if self.adapt_version:
             tail += bytes([self.adapt_version, len(self.adapt_params)]) + self.adapt_params
         return _with_crc(head + name + tail)
+
+    def _pack3(self, solo: "BlockHeader | None") -> bytes:
+        _check_range("engine", self.engine, 0, 15)
+        _check_range("engine_version", self.engine_version, 0, 15)
+        _check_range("threads", self.threads, 0, 0)
+        _check_range("adapt_version", self.adapt_version, 1, 255)
+        _check_range("adapt_params length", len(self.adapt_params), 0, 255)
+        _check_range("block_size", self.block_size, 1, MAX_BLOCK_SIZE)
+        _check_range("lanes", self.lanes, 1, _U16_MAX)
+        if not isinstance(self.model_id, bytes) or len(self.model_id) not in (_SHORT_ID_LEN, _MODEL_ID_LEN):
+            raise ValueError(f"model_id must be {_MODEL_ID_LEN} (or its first {_SHORT_ID_LEN}) bytes")
+        name = self.model_name.encode("utf-8")
+        _check_range("model_name length in utf-8 bytes", len(name), 0, 255)
+        flags = (_SOLO | solo.method << 2 if solo is not None else 0) | (_NAME if name else 0)
+        out = MAGIC + bytes([3, flags, self.engine << 4 | self.engine_version]) + self.model_id[:_SHORT_ID_LEN]
+        if name:
+            out += bytes([len(name)]) + name
+        out += bytes([self.adapt_version, len(self.adapt_params)]) + self.adapt_params
+        if solo is None:
+            out += _varint(self.block_size) + _varint(self.lanes)
+        else:  # orig_len >= 1: less one, a full default block (2 MiB) still takes 3 bytes
+            out += _varint(solo.lanes) + _varint(solo.orig_len - 1) + _varint(solo.payload_len)
+            out += _CRC.pack(solo.data_crc)
+        return _with_crc(out)
+
+
+def _varint(n: int) -> bytes:
+    """LEB128: 7 bits a byte, least significant first, the high bit set on all but the last."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+class _NeedMore(Exception):
+    """The bytes at hand end inside the header (first_unit: wait for more)."""
+
+
+def _parse_header3(take: Callable[[int], bytes]) -> tuple[Header, "BlockHeader | None", int]:
+    """A format 3 header after its magic and version byte, pulled through `take(n)` (which
+    returns exactly n bytes or raises): the header, the solo block's fields if any, and the
+    header's length. The crc is checked before any field is trusted."""
+    raw = bytearray(MAGIC + b"\x03")
+
+    def get(n: int) -> bytes:
+        b = take(n)
+        raw.extend(b)
+        return b
+
+    def varint() -> int:
+        n = 0
+        for i in range(_VARINT_MAX):
+            byte = get(1)[0]
+            n |= (byte & 0x7F) << 7 * i
+            if not byte & 0x80:
+                if byte == 0 and i:
+                    raise CorruptArchive("header has a varint that is not in its shortest form")
+                return n
+        raise CorruptArchive("header has a varint that is too long")
+
+    flags, engine = get(2)
+    model_id = get(_SHORT_ID_LEN)
+    name = get(get(1)[0]) if flags & _NAME else b""
+    adapt_version, params_len = get(2)
+    params = get(params_len)
+    if flags & _SOLO:
+        method, lanes, orig_len, payload_len = flags >> 2 & 3, varint(), varint() + 1, varint()
+        (data_crc,) = _CRC.unpack(get(_CRC.size))
+        block_size = orig_len
+    else:
+        block_size, lanes = varint(), varint()
+    (crc,) = _CRC.unpack(take(_CRC.size))
+    if zlib.crc32(raw) != crc:
+        raise CorruptArchive("header checksum mismatch")
+    if flags & ~(_SOLO | _NAME | (_METHOD_BITS if flags & _SOLO else 0)):
+        raise CorruptArchive(f"header has unknown flags 0x{flags:02x}")
+    if not adapt_version:
+        raise CorruptArchive("format 3 header without an adaptive stage")
+    try:
+        model_name = name.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CorruptArchive("header model name is not valid utf-8") from None
+    if not 1 <= block_size <= MAX_BLOCK_SIZE:
+        raise CorruptArchive(f"header block size {block_size} is outside 1..{MAX_BLOCK_SIZE}")
+    if not 1 <= lanes <= _U16_MAX:
+        raise CorruptArchive(f"header declares {lanes} lanes (must be 1..{_U16_MAX})")
+    header = Header(engine >> 4, engine & 15, 0, bytes(model_id), model_name, block_size, lanes, adapt_version,
+                    bytes(params), 3)
+    solo = None
+    if flags & _SOLO:
+        problem = _block_problem(0, header, 0, method, lanes, orig_len, payload_len)
+        if problem:
+            raise CorruptArchive(problem)
+        solo = BlockHeader(0, Method(method), lanes, orig_len, payload_len, data_crc)
+    return header, solo, len(raw) + _CRC.size
 
 
 @dataclass(frozen=True)
@@ -201,10 +320,12 @@ def _block_problem(
 
 
 class ArchiveWriter:
-    """Writes header at construction; add_block(...) appends; finish() writes the trailer.
+    """Writes the header, then add_block(...) appends, and finish() writes the trailer.
 
     Never seeks or buffers whole archives, so dst may be a pipe. dst.write must write everything
     it is given (true of buffered binary streams such as sys.stdout.buffer and open(..., "wb")).
+    In format 3 the header and the first block wait until a second block or finish() shows
+    whether the archive has one block (then framed in the header) or several.
     """
 
     def __init__(self, dst: BinaryIO, header: Header) -> None:
@@ -214,7 +335,9 @@ class ArchiveWriter:
         self._n_blocks = 0
         self._total_len = 0
         self._finished = False
-        self._write(header.pack())
+        self._held: tuple[BlockHeader, bytes] | None = None  # format 3: the first block, not yet written
+        if header.format_version != 3:
+            self._write(header.pack())
 
     def _write(self, data: bytes) -> None:
         self._dst.write(data)
@@ -239,33 +362,73 @@ class ArchiveWriter:
             index=self._n_blocks, method=method, lanes=lanes, orig_len=len(original),
             payload_len=len(payload), data_crc=zlib.crc32(original),
         )
-        self._write(bh.pack())
-        self._write(payload)
+        if self.header.format_version == 3 and self._n_blocks == 0:
+            self._held = bh, payload
+        else:
+            self._release()
+            self._write(bh.pack())
+            self._write(payload)
         self._n_blocks += 1
         self._total_len += len(original)
 
+    def _release(self) -> None:
+        """Format 3 with a second block: the header (several blocks) and the first block."""
+        if self._held is not None:
+            bh, payload = self._held
+            self._held = None
+            self._write(self.header.pack())
+            self._write(bh.pack())
+            self._write(payload)
+
     def finish(self) -> Trailer:
-        """Write the trailer; until then the archive is incomplete (and reads as Truncated)."""
+        """Write the trailer (or, for a format 3 archive of one block, the header holding it);
+        until then the archive is incomplete (and reads as Truncated)."""
         if self._finished:
             raise ValueError("finish() called twice")
         self._finished = True
         trailer = Trailer(n_blocks=self._n_blocks, total_len=self._total_len)
+        if self.header.format_version == 3 and self._n_blocks == 1:
+            bh, payload = self._held
+            self._held = None
+            self._write(self.header.pack(solo=bh))
+            self._write(payload)
+            return trailer
+        if self.header.format_version == 3 and self._n_blocks == 0:
+            self._write(self.header.pack())
+        self._release()
         self._write(trailer.pack())
         return trailer
 
 
 BLOCK_HEADER_BYTES = _BLOCK_HEADER.size + _CRC.size
-MAX_HEADER = _HEADER_HEAD.size + 255 + _HEADER_TAIL.size + 2 + 255 + _CRC.size
+MAX_HEADER = _HEADER_HEAD.size + 255 + _HEADER_TAIL.size + 2 + 255 + _CRC.size  # formats 3's are shorter
 
 
-def header_length(prefix: bytes) -> int | None:
-    """The length of the header an archive starts with, from its first bytes (None: more are
-    needed). A prefix that is already not a header gives the length the reader needs to
-    refuse it. For push-style decoders, which must know how many bytes to wait for."""
+def _scan(prefix: bytes) -> tuple[int, int | None] | None:
+    """(header length, bytes after it that complete the first unit) of the archive `prefix`
+    starts, None if more bytes are needed. The second is None when a record follows (a block or
+    the trailer), a solo block's payload length, or 0 for a prefix that is already not a
+    header: then the length is what the reader needs to refuse it."""
     if len(prefix) < len(MAGIC) + 1:
-        return None if MAGIC.startswith(prefix[:len(MAGIC)]) else len(MAGIC)
+        return None if MAGIC.startswith(prefix[:len(MAGIC)]) else (len(MAGIC), 0)
     if prefix[:len(MAGIC)] != MAGIC or prefix[4] not in FORMAT_VERSIONS:
-        return len(MAGIC) + 1
+        return len(MAGIC) + 1, 0
+    if prefix[4] == 3:
+        pos = len(MAGIC) + 1
+
+        def take(n: int) -> bytes:
+            nonlocal pos
+            if pos + n > len(prefix):
+                raise _NeedMore
+            pos += n
+            return prefix[pos - n:pos]
+        try:
+            _, solo, n = _parse_header3(take)
+        except _NeedMore:
+            return None
+        except CorruptArchive:
+            return pos, 0
+        return n, solo.payload_len if solo else None
     if len(prefix) < _HEADER_HEAD.size:
         return None
     n = _HEADER_HEAD.size + prefix[_HEADER_HEAD.size - 1] + _HEADER_TAIL.size
@@ -273,7 +436,23 @@ def header_length(prefix: bytes) -> int | None:
         if len(prefix) < n + 2:
             return None
         n += 2 + prefix[n + 1]
-    return n + _CRC.size
+    return n + _CRC.size, None
+
+
+def first_unit(prefix: bytes) -> tuple[int, bool] | None:
+    """The length of an archive's header and first record (a block with its payload, or the
+    trailer), from its first bytes, and whether the archive ends there (a single-block format 3
+    archive is one unit); None if more bytes are needed. For push-style decoders, which must
+    know how many bytes to wait for: the reader given that many either yields the first block,
+    ends, or refuses the archive."""
+    scanned = _scan(prefix[:MAX_HEADER])
+    if scanned is None:
+        return None
+    head, rest = scanned
+    if rest is not None:
+        return head + rest, True
+    rec = record_length(prefix[head:head + BLOCK_HEADER_BYTES]) if head < len(prefix) else None
+    return None if rec is None else (head + rec, False)
 
 
 def record_length(prefix: bytes) -> int | None:
@@ -321,6 +500,7 @@ class ArchiveReader:
         self.trailer: Trailer | None = None  # set once blocks() has been fully consumed
         self._src = src
         self._iterated = False
+        self._solo: BlockHeader | None = None  # format 3: the one block, framed in the header
         self.header = self._read_header()
 
     def _read_upto(self, n: int) -> bytes:
@@ -347,6 +527,9 @@ class ArchiveReader:
                 f"archive format version {version} is not supported "
                 f"(this shazip reads versions {', '.join(map(str, FORMAT_VERSIONS))})"
             )
+        if version == 3:
+            header, self._solo, _ = _parse_header3(lambda n: self._read(n, "reading header"))
+            return header
         head = magic + bytes([version]) + self._read(_HEADER_HEAD.size - 5, "reading header")
         _, _, engine, engine_version, threads, model_id, name_len = _HEADER_HEAD.unpack(head)
         name = self._read(name_len, "reading header")
@@ -371,7 +554,7 @@ class ArchiveReader:
         except UnicodeDecodeError:
             raise CorruptArchive("header model name is not valid utf-8") from None
         return Header(engine, engine_version, threads, model_id, model_name, block_size, lanes,
-                      adapt_version, adapt_params)
+                      adapt_version, adapt_params, version)
 
     def _read_block_header(self, tag: bytes, i: int) -> BlockHeader:
         what = f"reading block {i} header"
@@ -415,6 +598,12 @@ class ArchiveReader:
         if self._iterated:
             raise RuntimeError("ArchiveReader.blocks() can only be iterated once")
         self._iterated = True
+        if self._solo is not None:
+            yield self._solo, self._read(self._solo.payload_len, "reading block 0 payload")
+            if self._read_upto(1):
+                raise CorruptArchive("trailing data after end of archive")
+            self.trailer = Trailer(n_blocks=1, total_len=self._solo.orig_len)
+            return
         i = 0
         total_len = 0
         while True:

@@ -21,12 +21,13 @@ from typing import Callable
 
 import torch
 
+from . import cache
+
 STALE_LOCK_SECONDS = 600  # a build takes about a minute
 on_build: Callable[[str], None] | None = None  # told once, before a build that takes a while
 
 
 def cache_dir(source: Path, kind: str, flags: list[str]) -> Path:
-    root = Path(os.environ.get("SHAZIP_CACHE") or Path.home() / ".cache" / "shazip")
     cpu = ""
     try:
         cpu = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
@@ -34,7 +35,7 @@ def cache_dir(source: Path, kind: str, flags: list[str]) -> Path:
         cpu = platform.processor()
     parts = [source.read_bytes(), str(source.resolve()).encode(), torch.__version__.encode(), cpu.encode(),
              sys.version.encode(), " ".join(flags).encode()]
-    return root / kind / hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+    return cache.root() / kind / hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
 
 
 def build(source: Path, kind: str, flags: list[str], ldflags: list[str] = (), what: str = "") -> ModuleType:

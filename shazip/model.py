@@ -236,14 +236,18 @@ class SHARNN(QAT, nn.Module):
     def __init__(self, cfg: Config) -> None:
         super().__init__()
         self.cfg = cfg
-        self.embed = nn.Embedding(VOCAB, cfg.d_model)
+        # `_weight` skips nn.Embedding's own N(0, 1) draw, overwritten below anyway; on the meta
+        # device (model files are checked by building there) no draw is made at all, since a
+        # meta normal_ imports torch._dynamo, a second of every command's start-up.
+        self.embed = nn.Embedding(VOCAB, cfg.d_model, _weight=torch.empty(VOCAB, cfg.d_model))
         self.blocks = nn.ModuleList(Block(cfg, i == cfg.attn_index) for i in range(cfg.n_layers))
         self.out_bias = nn.Parameter(torch.zeros(VOCAB))  # softmax weight is tied to `embed`
         self.drop_in = nn.Dropout(cfg.dropout_in)
         self.drop_out = nn.Dropout(cfg.dropout)
         # Small tied embedding: the input side is layer-normed anyway, and the output logits
         # start near zero (about 8 bits/byte) instead of saturating the softmax.
-        nn.init.normal_(self.embed.weight, std=0.02)
+        if not self.embed.weight.is_meta:
+            nn.init.normal_(self.embed.weight, std=0.02)
 
     @property
     def attn(self) -> Attention:

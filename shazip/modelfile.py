@@ -131,15 +131,15 @@ def model_from_bytes(blob: bytes, where: str, path: Path | None = None) -> Loade
         info = json.loads(meta.get("info", "{}"))
         tensors, int8_rows = _unpack_int8(st_load(blob), where)
         with torch.device("meta"):  # shapes only: a hostile config cannot make us allocate
-            expected = {k: tuple(v.shape) for k, v in SHARNN(cfg).state_dict().items()}
+            model = SHARNN(cfg)
+        expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
         got = {k: tuple(v.shape) for k, v in tensors.items()}
         if got != expected:
             wrong = sorted(set(got) ^ set(expected)) or [k for k in expected if got[k] != expected[k]]
             raise ModelError(f"{where}: invalid model file (tensors do not match its config: {wrong[0]})")
         if not all(bool(torch.isfinite(v).all()) for v in tensors.values()):
             raise ModelError(f"{where}: invalid model file (weights that are not finite numbers)")
-        model = SHARNN(cfg)
-        model.load_state_dict(tensors, strict=True)
+        model.load_state_dict(tensors, strict=True, assign=True)  # the file's tensors replace the meta ones
     except ModelError:
         raise
     except Exception as e:  # shapes, missing tensors, bad JSON: all mean "not a valid model"
@@ -212,9 +212,24 @@ def load_model(spec: str | os.PathLike = "default") -> LoadedModel:
 
 
 def find_model(name: str, model_id: bytes) -> LoadedModel:
-    """The bundled model an archive names, if its id matches."""
-    entry = bundled_index().get(name)
-    if entry is None or entry["sha256"] != model_id.hex():
-        raise ModelError(f"this archive needs model '{name}' (id {model_id.hex()[:16]}), which is not "
-                         f"installed; pass it with --model PATH")
-    return load_model(name)
+    """The bundled model whose id is (or, in format 3 archives, starts with) `model_id`, whatever
+    it is called now: a model that was `default` when an archive was made stays installed under
+    another name when a new default ships. `name` is what the archive recorded, for the message."""
+    matches = [n for n, e in bundled_index().items() if bytes.fromhex(e["sha256"]).startswith(model_id)]
+    if len(matches) != 1:
+        raise ModelError(f"this archive needs {model_label(name, model_id)}, which is not installed; "
+                         f"pass it with --model PATH")
+    return load_model(matches[0])
+
+
+def model_label(name: str, model_id: bytes) -> str:
+    """How messages name an archive's model: by name where the archive records one."""
+    return f"model '{name}' (id {model_id.hex()[:16]})" if name else f"the model with id {model_id.hex()[:16]}"
+
+
+def stored_name(loaded: LoadedModel, compact: bool) -> str:
+    """The model name an archive records. Format 3 (`compact`, as gzip -n leaves out file names)
+    records none for a bundled model, which its id finds; a user's own model keeps its name, so
+    that an archive needing it can say which."""
+    entry = bundled_index().get(loaded.name)
+    return "" if compact and entry is not None and entry["sha256"] == loaded.id_hex else loaded.name

@@ -39,14 +39,17 @@ from __future__ import annotations
 
 import copy
 import decimal
+import hashlib
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from . import cache
 from .errors import ModelError
 
 if TYPE_CHECKING:
@@ -111,9 +114,17 @@ def _d_gelu(x: Decimal) -> Decimal:
 
 @lru_cache(maxsize=None)
 def _table(kind: str) -> np.ndarray:
-    """Lookup tables as int64 arrays, identical on every platform (rule 3)."""
+    """Lookup tables as int64 arrays, identical on every platform (rule 3). Derived once per
+    machine and kept in the user's cache under a key that covers this file's text (any change
+    to a rule or constant is a new key); a damaged cache entry is derived again."""
+    name = f"{kind}-{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]}.i64"
+    blob = cache.read("tables", name)
+    if blob is not None:
+        return np.frombuffer(blob, dtype="<i8").astype(np.int64)
     with decimal.localcontext(_CTX):
-        return np.array([_round(v) for v in _table_values(kind)], dtype=np.int64)
+        table = np.array([_round(v) for v in _table_values(kind)], dtype=np.int64)
+    cache.write("tables", name, table.astype("<i8").tobytes())
+    return table
 
 
 def _table_values(kind: str) -> list[Decimal]:

@@ -68,20 +68,22 @@ class Layout:
     """Where the records of an undamaged archive are."""
     header_end: int  # offset of the header crc
     blocks: list[tuple[int, int]]  # (offset, length) of each block record, payload included
-    trailer: int
-    tail: int  # offset of block_size (lanes, and in format 2 the adaptive stage's fields, follow)
+    trailer: int | None  # None: a format 3 archive of one block, framed in its header
+    tail: int | None  # formats 1, 2: offset of block_size (lanes, and in format 2 the stage's fields, follow)
 
     @staticmethod
     def of(blob: bytes) -> "Layout":
-        tail = 41 + blob[40]  # after the model name
-        header_end = tail + 6 + (2 + blob[tail + 7] if blob[4] == 2 else 0)
+        reader = ArchiveReader(io.BytesIO(blob))
+        header_end = reader.bytes_read - 4
+        if blob[4] == 3 and blob[5] & 1:
+            return Layout(header_end, [], None, None)
         pos, blocks = header_end + 4, []
         while blob[pos] == 0xB1:
             payload_len = struct.unpack_from("<I", blob, pos + 12)[0]
             n = BLOCK_HEADER + 4 + payload_len
             blocks.append((pos, n))
             pos += n
-        return Layout(header_end, blocks, pos, tail)
+        return Layout(header_end, blocks, pos, 41 + blob[40] if blob[4] < 3 else None)
 
 
 def _reseal(b: bytearray, start: int, end: int) -> None:
@@ -112,7 +114,7 @@ def truncation(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes
     elif region == "block" and lay.blocks:
         off, n = rng.choice(lay.blocks)
         cut = off + rng.randrange(n)
-    elif region == "trailer":
+    elif region == "trailer" and lay.trailer is not None:
         cut = lay.trailer + rng.randrange(TRAILER + 4)
     else:
         cut = rng.randrange(len(blob))
@@ -131,6 +133,11 @@ def deletion(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
 
 def header_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
     b = bytearray(blob)
+    if lay.tail is None:  # format 3: flags, engine, lengths and varints, byte by byte
+        off = rng.randrange(5, lay.header_end)
+        _set(b, off, "B", rng)
+        _reseal(b, 0, lay.header_end)
+        return f"header byte {off} (crc resealed)", bytes(b)
     fields = dict(HEADER_FIELDS, block_size=(lay.tail, "<I"), lanes=(lay.tail + 4, "<H"))
     if lay.header_end > lay.tail + 6:  # format 2: the adaptive stage's version and parameters
         fields |= {"adapt_version": (lay.tail + 6, "B"), "adapt_params": (lay.tail + 8, "B")}
@@ -156,17 +163,19 @@ def block_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes
 def payload_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
     """Damaged payload bytes behind an intact block header: only the data crc (or the decoder)
     can notice."""
-    blocks = [(p, n) for p, n in lay.blocks if n > BLOCK_HEADER + 4]
-    if not blocks:
+    spans = [(p, n) for p, n, _ in payload_spans(blob) if n]
+    if not spans:
         return bit_flips(blob, lay, rng)
     b = bytearray(blob)
-    pos, n = rng.choice(blocks)
-    at = pos + BLOCK_HEADER + 4 + rng.randrange(n - BLOCK_HEADER - 4)
+    pos, n = rng.choice(spans)
+    at = pos + rng.randrange(n)
     b[at] = rng.choice([b[at] ^ 1, rng.randrange(256)])
     return "payload byte", bytes(b)
 
 
 def trailer_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    if lay.trailer is None:
+        return header_edit(blob, lay, rng)
     b = bytearray(blob)
     name = rng.choice(sorted(TRAILER_FIELDS))
     off, fmt = TRAILER_FIELDS[name]

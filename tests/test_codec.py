@@ -156,7 +156,7 @@ def test_mixed_blocks_round_trip_across_blocks_and_lanes(trained, text):
     data = text[:9000]
     for lanes in (1, 3, 8):
         blob = shazip.compress(data, model=trained, lanes=lanes, block_size=3000, methods=frozenset({Method.MIXED}))
-        assert methods_of(blob) == [Method.MIXED] * 3 and blob[4] == 2  # format 2: the stage is recorded
+        assert methods_of(blob) == [Method.MIXED] * 3 and blob[4] == 3  # format 3: the stage is recorded
         assert shazip.decompress(blob, model=trained) == data
 
 
@@ -193,14 +193,21 @@ def test_without_the_stage_archives_are_format_1(trained, text):
     assert shazip.decompress(blob, model=trained) == text[:3000]
 
 
-def test_golden_mixed_archive(trained, text):
-    """An archive made when the stage's arithmetic (adaptive.VERSION) was fixed: it must decode,
-    and compressing the same input must give the same bytes, on every machine. If the arithmetic
+def test_golden_mixed_archives(trained, text):
+    """Archives made when the stage's arithmetic (adaptive.VERSION) was fixed: they must decode,
+    and compressing the same input must give the same bytes, on every machine. The format 2
+    archive (shazip 0.4) holds the very payloads format 3 writes today. If the arithmetic
     changes on purpose, bump the version and regenerate (tests/data/README.md)."""
-    golden = (DATA / "golden-mixed.shz").read_bytes()
-    data = text[:6000]
-    assert shazip.decompress(golden, model=trained) == data
-    assert shazip.compress(data, model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED})) == golden
+    mixed = dict(model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED}))
+    v2 = (DATA / "golden-mixed.shz").read_bytes()
+    v3 = (DATA / "golden-mixed-v3.shz").read_bytes()
+    solo = (DATA / "golden-solo-v3.shz").read_bytes()
+    assert (v2[4], v3[4], solo[4]) == (2, 3, 3)
+    assert shazip.decompress(v2, model=trained) == shazip.decompress(v3, model=trained) == text[:6000]
+    assert shazip.decompress(solo, model=trained) == text[:2000]
+    assert shazip.compress(text[:6000], **mixed) == v3
+    assert shazip.compress(text[:2000], **mixed) == solo
+    assert [v3[s:s + n] for s, n, _ in payload_spans(v3)] == [v2[s:s + n] for s, n, _ in payload_spans(v2)]
 
 
 def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, text):
@@ -210,8 +217,8 @@ def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, te
     import zlib
     from shazip.testing import Layout
     blob = bytearray(shazip.compress(text[:2000], model=trained, lanes=2, methods=frozenset({Method.MIXED})))
-    blob[5] = 0  # engine: float32
     end = Layout.of(bytes(blob)).header_end
+    blob[6] = 0x01  # engine: float32 (id 0 in the high nibble), version 1
     struct.pack_into("<I", blob, end, zlib.crc32(bytes(blob[:end])))
     with pytest.raises(CorruptArchive, match="cannot drive the adaptive stage"):
         shazip.decompress(bytes(blob), model=trained)

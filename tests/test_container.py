@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from shazip.container import (
     MAGIC,
+    MAX_HEADER,
     MAX_BLOCK_SIZE,
     ArchiveReader,
     ArchiveWriter,
@@ -19,6 +20,7 @@ from shazip.container import (
     Method,
     Trailer,
     describe,
+    first_unit,
     verify_block,
 )
 from shazip.errors import (
@@ -211,8 +213,8 @@ def test_bad_magic():
 
 def test_unsupported_version_checked_before_crc():
     data = bytearray(build([]))
-    data[4] = 3  # header crc is now also wrong; version must be reported first
-    with pytest.raises(UnsupportedVersion, match="format version 3 is not supported"):
+    data[4] = 4  # header crc is now also wrong; version must be reported first
+    with pytest.raises(UnsupportedVersion, match="format version 4 is not supported"):
         ArchiveReader(io.BytesIO(bytes(data)))
 
 
@@ -395,9 +397,9 @@ def test_writer_rejects_lanes_beyond_u16():
 
 
 def test_format_2_header_carries_the_adaptive_stage():
-    """With an adaptive stage the header is format 2: its version and parameters before the
-    crc; MIXED blocks are allowed only there."""
-    h = dataclasses.replace(HEADER, adapt_version=1, adapt_params=b"\x16\x18\x01")
+    """Format 2 (shazip 0.4, still read): the stage's version and parameters before the crc;
+    MIXED blocks are allowed only with a stage."""
+    h = dataclasses.replace(HEADER, adapt_version=1, adapt_params=b"\x16\x18\x01", format_version=2)
     out = io.BytesIO()
     w = ArchiveWriter(out, h)
     w.add_block(Method.MIXED, 1, b"abc", b"\x01\x02")
@@ -415,3 +417,85 @@ def test_format_2_header_carries_the_adaptive_stage():
     bad[end:end + 4] = struct.pack("<I", zlib.crc32(bytes(bad[:end])))
     with pytest.raises(CorruptArchive, match="without an adaptive stage"):
         ArchiveReader(io.BytesIO(bytes(bad)))
+
+
+# ------------------------------------------------------------------ format 3
+
+
+V3 = Header(engine=1, engine_version=1, threads=0, model_id=bytes(range(32)), model_name="", block_size=1 << 21,
+            lanes=32, adapt_version=1, adapt_params=bytes(range(8)))
+
+
+def test_format_3_single_block_is_framed_in_the_header():
+    """What a small file pays: the whole archive less its payload is 38 bytes for a 4 KB
+    input (108 in format 2), and 40 for a full default block of 2 MiB."""
+    original, payload = b"t" * 4096, b"p" * 1200
+    data = build([(Method.MIXED, 16, original, payload)], V3)
+    assert data[4] == 3 and data.endswith(payload)
+    assert len(data) - len(payload) == 38
+    reader, got = read_all(data)
+    assert reader.header == dataclasses.replace(V3, model_id=V3.model_id[:8], block_size=4096, lanes=16)
+    assert got == [(BlockHeader(0, Method.MIXED, 16, 4096, 1200, zlib.crc32(original)), payload)]
+    assert reader.trailer == Trailer(1, 4096)
+    big = build([(Method.MIXED, 32, b"t" * (1 << 21), b"p" * 300_000)], V3)
+    assert len(big) - 300_000 == 40  # varints grow with the lengths
+
+
+def test_format_3_several_blocks_and_none():
+    blocks = [(Method.MIXED, 2, b"abcdefgh", b"12"), (Method.RAW, 1, b"xyz", b"xyz"), (Method.ZSTD, 1, b"q" * 9, b"z")]
+    for n in range(4):
+        reader, got = read_all(build(blocks[:n], V3))
+        assert [(bh.method, bh.lanes, p) for bh, p in got] == [(m, k, p) for m, k, _, p in blocks[:n]]
+        assert reader.trailer == Trailer(n, sum(len(b[2]) for b in blocks[:n]))
+        assert reader.header.block_size == (V3.block_size if n != 1 else 8)
+
+
+def test_format_3_records_a_name_only_when_given():
+    named = dataclasses.replace(V3, model_name="mine-ü")
+    reader, _ = read_all(build([(Method.RAW, 1, b"ab", b"ab")], named))
+    assert reader.header.model_name == "mine-ü"
+    assert len(build([(Method.RAW, 1, b"ab", b"ab")], named)) == len(build([(Method.RAW, 1, b"ab", b"ab")], V3)) + 8
+
+
+def test_format_3_pack_rejects_what_it_cannot_hold():
+    for bad in [dict(engine=16), dict(engine_version=16), dict(threads=2), dict(model_id=b"short")]:
+        with pytest.raises(ValueError):
+            dataclasses.replace(V3, **bad).pack()
+
+
+def test_format_3_damage_is_caught():
+    """Every cut is Truncated, every bit flip an error (the payload's by the data crc), and a
+    varint that is overlong, or a flag this reader does not know, is refused."""
+    for data in (build([(Method.RAW, 2, b"hello", b"hello")], V3), build([(Method.RAW, 1, b"hi", b"hi")] * 2, V3)):
+        for cut in range(len(data)):
+            with pytest.raises(Truncated):
+                read_all(data[:cut])
+        for bit in range(len(data) * 8):
+            flipped = bytearray(data)
+            flipped[bit // 8] ^= 1 << (bit % 8)
+            with pytest.raises(ShazipError):
+                _, got = read_all(bytes(flipped))
+                for bh, payload in got:
+                    verify_block(bh, payload)
+    head = build([(Method.RAW, 1, b"hi", b"hi")] * 2, V3)[:-4 - 2 * (BLOCK_HEADER_LEN + 2) - TRAILER_LEN]
+    for body, message in [(head[:-2] + b"\x80\x80\x80\x80\x80\x01", "too long"),
+                          (head[:-1] + b"\xa0\x00", "shortest form"),
+                          (head[:5] + b"\x40" + head[6:], "unknown flags"),
+                          (head[:5] + b"\x04" + head[6:], "unknown flags")]:  # a method without SOLO
+        bad = body + struct.pack("<I", zlib.crc32(body))
+        with pytest.raises(CorruptArchive, match=message):
+            ArchiveReader(io.BytesIO(bad + b"\xe0"))
+
+
+def test_first_unit_tells_a_push_decoder_how_much_to_wait_for():
+    """The unit is the header with the first record (a solo archive whole, ending it); a
+    shorter prefix asks for more, or already tells the unit's length once it holds its header."""
+    one = [(Method.RAW, 2, b"hello", b"hello")]
+    two = one + [(Method.RAW, 1, b"xyz", b"xyz")]
+    cases = [(build(one, V3), len(build(one, V3)), True), (build(two, V3), len(build(two, V3)) - 3 - 24 - 17, False),
+             (build(two), HEADER_LEN + BLOCK_HEADER_LEN + 5, False)]
+    for data, unit, ends in cases:
+        assert first_unit(data[:MAX_HEADER + BLOCK_HEADER_LEN]) == (unit, ends)
+        for cut in range(unit):
+            assert first_unit(data[:cut]) in (None, (unit, ends)), cut
+    assert first_unit(b"PK\x03\x04") == (4, True)  # not an archive: its first bytes are enough to refuse it
