@@ -24,7 +24,7 @@ from typing import BinaryIO, Callable, Iterator
 import click
 
 from . import __version__
-from .container import describe
+from .container import declared_size, describe
 from .errors import ArchiveError, OutputExists, ShazipError, UsageError
 from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, ENGINE_CHOICES
 
@@ -40,8 +40,8 @@ def _on_sigterm(*_) -> None:
 
 
 class ProgressBar:
-    """`bytes done, KB/s, ETA` on stderr, redrawn at most 5 times a second; silent if stderr
-    is not a terminal or with --quiet."""
+    """`bytes done, KB/s` on stderr, and with a `total` (None: unknown) `%` and `ETA`; redrawn
+    at most 5 times a second; silent if stderr is not a terminal or with --quiet."""
 
     def __init__(self, total: int | None, enabled: bool) -> None:
         self.total, self.enabled, self.done = total, enabled and sys.stderr.isatty(), 0
@@ -56,7 +56,7 @@ class ProgressBar:
             line = f"\r{self.done / 1e6:8.2f} MB  {rate / 1e3:7.1f} KB/s"
             if self.total:
                 pct = 100 * self.done / self.total
-                eta = (self.total - self.done) / max(rate, 1e-9)
+                eta = max(self.total - self.done, 0) / max(rate, 1e-9)  # a forged trailer may undercount
                 line += f"  {pct:5.1f}%  ETA {int(eta) // 60}:{int(eta) % 60:02d}"
             sys.stderr.write(line)
             sys.stderr.flush()
@@ -65,6 +65,8 @@ class ProgressBar:
         if self.enabled:
             sys.stderr.write("\r" + " " * 60 + "\r")
             sys.stderr.flush()
+
+
 
 
 @contextlib.contextmanager
@@ -408,7 +410,7 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quie
     loaded = load_model(model) if model else None
     out = contextlib.nullcontext(_Discard()) if test else _output(dest, force, None if file == "-" else file)
     with _input(file) as src, out as dst:
-        bar = ProgressBar(None, not quiet)
+        bar = ProgressBar(declared_size(src), not quiet)
         try:
             decompress_stream(src, dst, loaded, progress=bar, threads=threads)
         except ArchiveError as e:  # name the user's file: "f.shz: archive is truncated"

@@ -414,20 +414,13 @@ def _scan(prefix: bytes) -> tuple[int, int | None] | None:
     if prefix[:len(MAGIC)] != MAGIC or prefix[4] not in FORMAT_VERSIONS:
         return len(MAGIC) + 1, 0
     if prefix[4] == 3:
-        pos = len(MAGIC) + 1
-
-        def take(n: int) -> bytes:
-            nonlocal pos
-            if pos + n > len(prefix):
-                raise _NeedMore
-            pos += n
-            return prefix[pos - n:pos]
+        pos = [len(MAGIC) + 1]
         try:
-            _, solo, n = _parse_header3(take)
+            _, solo, n = _parse_header3(lambda k: _take(prefix, pos, k))
         except _NeedMore:
             return None
         except CorruptArchive:
-            return pos, 0
+            return pos[0], 0
         return n, solo.payload_len if solo else None
     if len(prefix) < _HEADER_HEAD.size:
         return None
@@ -623,6 +616,47 @@ class ArchiveReader:
             i += 1
             total_len += bh.orig_len
         self.trailer = self._read_trailer(tag, i, total_len)
+
+
+def declared_size(src: BinaryIO) -> int | None:
+    """The decoded size an archive records, for a progress bar's % and ETA, read without
+    decoding: a single-block format 3 archive's header holds it, the others' trailer (at the
+    end, so the input must be seekable). None where it cannot be had cheaply and surely: a pipe,
+    a damaged header or trailer, not an archive. Puts the position back, so the decoder sees the
+    input untouched; it, not this glance, reports what is wrong."""
+    trailer_len = _TRAILER.size + _CRC.size
+    try:
+        if not src.seekable():
+            return None
+        start = src.tell()
+        try:
+            head = src.read(MAX_HEADER)
+            end = src.seek(0, 2)
+            src.seek(max(end - trailer_len, start))
+            tail = src.read(trailer_len)
+        finally:
+            src.seek(start)
+    except (OSError, ValueError):  # a device may say it seeks and then fail: a glance is worth no error
+        return None
+    if head[:len(MAGIC) + 1] == MAGIC + b"\x03":
+        try:
+            pos = [len(MAGIC) + 1]
+            _, solo, _ = _parse_header3(lambda n: _take(head, pos, n))
+        except (CorruptArchive, _NeedMore):
+            return None
+        if solo is not None:
+            return solo.orig_len
+    if len(tail) != trailer_len or tail[0] != _TAG_TRAILER or zlib.crc32(tail[:-4]) != _CRC.unpack(tail[-4:])[0]:
+        return None
+    return _TRAILER.unpack(tail[:-4])[2]
+
+
+def _take(buf: bytes, pos: list[int], n: int) -> bytes:
+    """n bytes of buf from pos[0] on (advancing it), or _NeedMore."""
+    if pos[0] + n > len(buf):
+        raise _NeedMore
+    pos[0] += n
+    return buf[pos[0] - n:pos[0]]
 
 
 def verify_block(bh: BlockHeader, original: bytes) -> None:

@@ -14,8 +14,10 @@ An archive's header names its engine by id and version. Two exist:
 
 from __future__ import annotations
 
+import math
 import os
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator, Protocol
 
 import numpy as np
@@ -110,11 +112,31 @@ def engine_for(engine_id: int, version: int) -> type[IntEngine] | type[FloatEngi
 
 
 def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity, as containers and taskset set it)."""
+    """The cores this process may use: its CPU affinity (as taskset and cpusets set it), and no
+    more than a cgroup CPU quota allows (as `docker --cpus` sets it), since threads beyond the
+    quota are throttled and would stall the ones that wait for them."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    return max(1, min(cores, math.ceil(quota))) if quota else cores
+
+
+def cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """CPUs' worth of time the cgroup quota grants (cgroup v2 `cpu.max`, or v1's cfs files);
+    None without a quota."""
+    try:
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
+        return quota / period if quota > 0 and period > 0 else None
+    except (OSError, ValueError):
+        return None
 
 
 def resolve_threads(threads: int) -> int:

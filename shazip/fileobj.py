@@ -7,8 +7,15 @@
 
 Reading decodes one block at a time (memory bounded by the block size) and verifies each
 before its bytes are returned; writing codes a block each time `block_size` bytes have come.
-The file objects are streams (not seekable): `tarfile` reads and writes them in its stream
-modes ("r|", "w|"), and `shutil.copyfileobj` copies through them.
+`tarfile` reads and writes them in its stream modes ("r|", "w|"), and `shutil.copyfileobj`
+copies through them.
+
+A reader over a seekable file is seekable, as `gzip.GzipFile` and `lzma.LZMAFile` are, so
+`tarfile`'s random-access mode ("r:") works too; but it is emulated, and can be very slow: a
+forward seek decodes and discards, and a seek back before the block in hand decodes again
+from the start of the archive (the adaptive stage carries what it learnt from block to block,
+so no block can be decoded on its own). Seeking to the end decodes everything to learn the
+size. Writers are not seekable; their `tell()` counts the bytes written, as gzip's does.
 """
 
 from __future__ import annotations
@@ -41,23 +48,37 @@ class ShazipFile(io.BufferedIOBase):
         if mode == "r":
             if compressor is not None or options:
                 raise TypeError("compression options given to a reader")
-            self._blocks: Iterator[bytes] | None = iter_decompress(self._fp, model, None, threads)
-            self._buf, self._pos = b"", 0
+            self._model, self._threads = model, threads
+            try:  # where the archive starts, to decode it again after a seek backwards (None: cannot seek)
+                self._start: int | None = self._fp.tell() if self._fp.seekable() else None
+            except (AttributeError, OSError):  # an object with only read() is a stream, as before
+                self._start = None
+            self._size: int | None = None  # the decoded size, once the end was reached
+            self._begin()
         else:
             if compressor is None:
                 compressor = Compressor(model or "default", threads=threads, **options)
             self._writer: ShazipCompressor | None = compressor.compressobj()
+            self._written = 0
 
     # -- reading
     def readable(self) -> bool:
         return self._mode == "r"
 
+    def _begin(self) -> None:
+        """Starts decoding at the archive's first block (the file being positioned there):
+        `_buf` is the block in hand, `_at` its offset in the decoded data, `_pos` the position in it."""
+        self._blocks: Iterator[bytes] = iter_decompress(self._fp, self._model, None, self._threads)
+        self._buf, self._pos, self._at = b"", 0, 0
+
     def _fill(self) -> bool:
         """Decodes the next block into the buffer; False at the end of the archive."""
         for block in self._blocks:
             if block:
+                self._at += len(self._buf)
                 self._buf, self._pos = block, 0
                 return True
+        self._size = self._at + len(self._buf)
         return False
 
     def read(self, size: int | None = -1) -> bytes:
@@ -66,9 +87,13 @@ class ShazipFile(io.BufferedIOBase):
             parts = [self._buf[self._pos:]]
             while self._fill():
                 parts.append(self._buf)
-            self._buf, self._pos = b"", 0
+            self._pos = len(self._buf)
             return b"".join(parts)
-        return self.read1(size) if size else b""
+        parts = []  # `size` bytes unless the archive ends first, across blocks (tarfile's "r:" relies on it)
+        while size > 0 and (part := self.read1(size)):
+            parts.append(part)
+            size -= len(part)
+        return b"".join(parts)
 
     def read1(self, size: int = -1) -> bytes:
         self._check("r")
@@ -84,6 +109,40 @@ class ShazipFile(io.BufferedIOBase):
         b[:len(data)] = data
         return len(data)
 
+    def seekable(self) -> bool:
+        return self._mode == "r" and self._start is not None
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Moves to a position in the decoded data (emulated: see the module's note on cost).
+        A position past the end stops at the end, as in `gzip` and `lzma`."""
+        self._check_open()
+        if not self.seekable():
+            raise io.UnsupportedOperation("seek needs a reader over a seekable file")
+        if whence == io.SEEK_CUR:
+            offset += self.tell()
+        elif whence == io.SEEK_END:
+            if self._size is None:
+                while self._fill():
+                    pass
+            offset += self._size
+        elif whence != io.SEEK_SET:
+            raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
+        if offset < 0:
+            raise ValueError(f"negative seek position {offset}")
+        if offset < self._at:  # before the block in hand: decode again from the start
+            self._blocks.close()
+            self._fp.seek(self._start)
+            self._begin()
+        while offset > self._at + len(self._buf) and self._fill():
+            pass
+        self._pos = min(offset - self._at, len(self._buf))
+        return self.tell()
+
+    def tell(self) -> int:
+        """The position in the decoded data (reading) or the bytes written so far (writing)."""
+        self._check_open()
+        return self._at + self._pos if self._mode == "r" else self._written
+
     # -- writing
     def writable(self) -> bool:
         return self._mode != "r"
@@ -92,12 +151,16 @@ class ShazipFile(io.BufferedIOBase):
         self._check("w")
         data = bytes(data)
         self._fp.write(self._writer.compress(data))
+        self._written += len(data)
         return len(data)
 
     # -- both
-    def _check(self, kind: str) -> None:
+    def _check_open(self) -> None:
         if self.closed:
             raise ValueError("I/O operation on closed file")
+
+    def _check(self, kind: str) -> None:
+        self._check_open()
         if (kind == "r") != (self._mode == "r"):
             raise io.UnsupportedOperation(f"not open for {'reading' if kind == 'r' else 'writing'}")
 

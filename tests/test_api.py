@@ -277,3 +277,106 @@ def test_incremental_decompressor_fed_a_byte_at_a_time(trained, text):
         d = shazip.ShazipDecompressor(model=trained)
         for i in range(0, len(bad), 100):
             d.decompress(bytes(bad[i:i + 100]))
+
+
+# ---------------------------------------------------------------- seekable readers
+
+
+@pytest.fixture(scope="module")
+def seek_archive(trained, text) -> tuple[bytes, bytes]:
+    """(original, archive): 5 blocks through the adaptive stage, whose tables carry from block
+    to block, so a rewind must decode from the start again to get them right."""
+    data = text[:5000]
+    blob = shazip.compress(data, model=trained, lanes=4, block_size=1000)
+    assert len(list(ArchiveReader(io.BytesIO(blob)).blocks())) == 5
+    return data, blob
+
+
+def test_reader_seeks_like_a_file(trained, seek_archive):
+    import random
+    data, blob = seek_archive
+    rng = random.Random(5)
+    with shazip.open(io.BytesIO(blob), "rb", model=trained) as f:
+        assert f.seekable() and f.tell() == 0
+        assert f.read(1500) == data[:1500] and f.tell() == 1500
+        assert f.seek(-500, io.SEEK_CUR) == 1000 and f.read(10) == data[1000:1010]
+        pos = 1010
+        for _ in range(25):
+            whence = rng.choice((io.SEEK_SET, io.SEEK_CUR, io.SEEK_END))
+            target = rng.randrange(0, len(data) + 200)  # some past the end
+            offset = target - (0, pos, len(data))[whence]
+            pos = min(target, len(data))  # past the end stops at the end, as gzip and lzma
+            assert f.seek(offset, whence) == pos == f.tell()
+            n = rng.choice((0, 1, 700, 2500, -1))
+            got = f.read(n) if rng.random() < 0.8 else f.read1(n)
+            want = data[pos:] if n < 0 else data[pos:pos + n]
+            if got != want:  # read1 may stop at a block's end
+                assert want.startswith(got) and got and f.read(len(want) - len(got)) == want[len(got):], (pos, n)
+            pos += len(want)
+            assert f.tell() == pos
+        assert f.seek(len(data) + 12345) == len(data) and f.read() == b"" and f.tell() == len(data)
+        assert f.seek(0) == 0 and f.read() == data
+        with pytest.raises(ValueError, match="negative"):
+            f.seek(-1)
+        with pytest.raises(ValueError, match="whence"):
+            f.seek(0, 3)
+    with shazip.open(io.BytesIO(blob), "rb", model=trained) as f:
+        assert f.seek(-10, io.SEEK_END) == len(data) - 10 and f.read() == data[-10:]
+
+
+def test_reader_starts_where_the_file_was(trained, seek_archive, tmp_path):
+    """An archive after other bytes in a file: a rewind goes back to where it began."""
+    data, blob = seek_archive
+    (tmp_path / "x").write_bytes(b"prefix" + blob)
+    with open(tmp_path / "x", "rb") as raw:
+        raw.seek(6)
+        with shazip.open(raw, "rb", model=trained) as f:
+            assert f.read(4500)[-10:] == data[4490:4500] and f.seek(3) == 3 and f.read(7) == data[3:10]
+    with shazip.open(io.BytesIO(blob), "rt", model=trained, encoding="latin-1") as t:  # text mode seeks too
+        first = t.readline()
+        t.seek(0)
+        assert t.readline() == first == data.decode("latin-1").splitlines(keepends=True)[0]
+
+
+def test_reader_over_a_pipe_is_a_stream(trained, seek_archive):
+    class Pipe(io.BytesIO):
+        def seekable(self) -> bool:
+            return False
+
+    data, blob = seek_archive
+    with shazip.open(Pipe(blob), "rb", model=trained) as f:
+        assert not f.seekable()
+        assert f.read(1234) == data[:1234] and f.tell() == 1234
+        with pytest.raises(io.UnsupportedOperation):
+            f.seek(0)
+        assert f.read() == data[1234:] and f.tell() == len(data)
+
+
+def test_writer_is_not_seekable_and_tells_bytes_written(trained, tmp_path):
+    with shazip.open(tmp_path / "w.shz", "wb", model=trained) as f:
+        f.write(b"abc")
+        f.write(b"defg")
+        assert not f.seekable() and f.tell() == 7
+        with pytest.raises(io.UnsupportedOperation):
+            f.seek(0)
+    with pytest.raises(ValueError):
+        f.tell()
+
+
+def test_tarfile_random_access_mode(trained, text, tmp_path):
+    """tarfile's "r:" mode lists the members, then seeks back to extract each."""
+    import tarfile
+    members = {"a.xml": text[:3000], "b.xml": text[3000:4500]}
+    plain = io.BytesIO()
+    with tarfile.open(fileobj=plain, mode="w") as tar:
+        for name, body in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    (tmp_path / "t.tar.shz").write_bytes(shazip.compress(plain.getvalue(), model=trained, lanes=4, block_size=2000))
+    with shazip.open(tmp_path / "t.tar.shz", "rb", model=trained) as f, tarfile.open(fileobj=f, mode="r:") as tar:
+        assert tar.getnames() == ["a.xml", "b.xml"]
+        assert tar.extractfile("b.xml").read() == members["b.xml"]
+        assert tar.extractfile("a.xml").read() == members["a.xml"]
+        tar.extract("a.xml", tmp_path / "out", filter="data")
+    assert (tmp_path / "out" / "a.xml").read_bytes() == members["a.xml"]

@@ -14,22 +14,28 @@ holds nothing beyond what was there before (no output, no temporary file).
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import os
 import pty
 import random
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
 
+from shazip import cli
 from shazip.api import compress as api_compress
 from shazip.cli import main
-from shazip.container import Method
+from shazip.container import Method, declared_size
+from shazip.errors import CorruptArchive, ShazipError
 from shazip.testing import payload_spans
 
 ZEROS = b"\x00" * 600  # 3 model-coded blocks of 200 bytes (1 lane each)
@@ -129,9 +135,10 @@ def test_round_trip(tmp_path, random_model_path, data):
 def test_round_trip_random_binary_does_not_expand(tmp_path, random_model_path):
     data = random.Random(1).randbytes(20_000)
     arc = cli_round_trip(tmp_path, data, random_model_path)
-    # incompressible: stored raw, so the archive is the input plus framing only (docs/format.md):
-    # header 51 + len("tiny-random") + the adaptive stage's 2 + 8, one block header 24, trailer 17
-    overhead = 51 + len("tiny-random") + 10 + 24 + 17
+    # incompressible: stored raw, so the archive is the input plus framing only (docs/format.md,
+    # format 3 of one block): magic, version, flags, engine 7 + model id 8 + name 1 + len("tiny-random")
+    # + the adaptive stage's 2 + 8 + lanes 1, orig_len 3, payload_len 3 + data crc 4 + header crc 4
+    overhead = 7 + 8 + 1 + len("tiny-random") + 10 + 7 + 8
     assert arc.stat().st_size == len(data) + overhead
     assert json.loads(run("info", arc, "--json").stdout)["blocks"][0]["method"] == "raw"
 
@@ -197,6 +204,66 @@ def test_works_without_a_tty(tmp_path, random_model_path):
     assert listing(tmp_path) == ["f.bin", "f.bin.shz"]
     assert_ok(run("decompress", tmp_path / "f.bin.shz", "-o", tmp_path / "g.bin", "--model", random_model_path))
     assert (tmp_path / "g.bin").read_bytes() == data
+
+
+class _Terminal(io.StringIO):
+    """stderr as the progress bar sees a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _decompress_on_a_terminal(monkeypatch, arc: Path, model: Path) -> tuple[str, ShazipError | None]:
+    """`shazip -d ARC` (both commands run `decompress_file`) with stderr a terminal and a clock
+    that moves a second at each look, so the bar draws at every update; returns what it drew
+    and the error raised, if any."""
+    term, error = _Terminal(), None
+    with monkeypatch.context() as m:
+        m.setattr(sys, "stderr", term)
+        m.setattr(cli, "time", SimpleNamespace(time=itertools.count().__next__))
+        try:
+            cli.decompress_file(str(arc), str(arc.with_suffix("")), force=False, remove=False, quiet=False,
+                                model=str(model), threads=1)
+        except ShazipError as e:
+            error = e
+    return term.getvalue(), error
+
+
+def test_decompress_progress_has_percent_and_eta(tmp_path, monkeypatch, random_model_path, model_archive):
+    """The archive's trailer gives the decoded size: the bar shows % and ETA up to 100 %."""
+    arc = write(tmp_path, "z.shz", model_archive)
+    drawn, error = _decompress_on_a_terminal(monkeypatch, arc, random_model_path)
+    assert error is None and (tmp_path / "z").read_bytes() == ZEROS
+    percents = [float(m) for m in re.findall(r"([0-9.]+)%  ETA \d+:\d\d", drawn)]
+    assert len(percents) > 3 and percents == sorted(percents) and percents[-1] == 100.0, drawn[-200:]
+    assert drawn.endswith("\r" + " " * 60 + "\r")  # the bar is wiped at the end
+
+
+def test_decompress_progress_without_a_trailer_to_trust(tmp_path, monkeypatch, random_model_path, model_archive,
+                                                        raw_archive):
+    """A damaged trailer (or a pipe) gives the bar no total: no %, and the decode's own error,
+    word for word what it says when read from standard input. (A single block's size is in its
+    format 3 header.)"""
+    assert declared_size(io.BytesIO(model_archive)) == len(ZEROS) == declared_size(io.BytesIO(raw_archive))
+    solo = api_compress(b"abc" * 500, model=random_model_path, lanes=2)
+    assert solo[5] & 1 and declared_size(io.BytesIO(solo)) == 1500
+    bad = bytearray(model_archive)
+    bad[-1] ^= 1  # the trailer's crc
+    arc = write(tmp_path, "bad.shz", bytes(bad))
+
+    class Pipe(io.BytesIO):
+        def seekable(self) -> bool:
+            return False
+
+    assert declared_size(io.BytesIO(bad)) is None and declared_size(Pipe(model_archive)) is None
+    assert declared_size(io.BytesIO(model_archive[-10:])) is None
+    drawn, error = _decompress_on_a_terminal(monkeypatch, arc, random_model_path)
+    assert isinstance(error, CorruptArchive) and str(error) == f"{arc}: end-of-archive trailer checksum mismatch"
+    assert " MB " in drawn and "%" not in drawn  # the bar ran, without a total
+    assert listing(tmp_path) == ["bad.shz"]
+    from_file = assert_fails(run("-d", arc, "--model", random_model_path), "trailer checksum", tmp_path, ["bad.shz"], 1)
+    from_stdin = run_in(["-d", "--model", random_model_path], bytes(bad))
+    assert from_file == f"shazip: {error}" == from_stdin.stderr.strip().replace("standard input", str(arc))
 
 
 def test_refuses_to_write_archive_to_a_terminal(tmp_path, random_model_path):
@@ -293,7 +360,7 @@ def test_not_an_archive(tmp_path, random_model_path):
 
 
 def test_unsupported_version(tmp_path, random_model_path, raw_archive):
-    assert raw_archive[4] == 2  # format_version (with the adaptive stage), docs/format.md
+    assert raw_archive[4] == 3  # format_version (with the adaptive stage), docs/format.md
     data = bytearray(raw_archive)
     data[4] = 9
     arc = write(tmp_path, "v.shz", bytes(data))
