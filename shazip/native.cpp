@@ -332,180 +332,169 @@ class Model {
   // One step for B lanes. h: int8 [B, d] per block, c: int64 [B, d] per block (updated in
   // place), keys: int8 ring [B, M, d], mem_e: int64 [B, M], pos: bytes consumed.
   // Returns int64 frequencies [B, 256].
+  //
+  // One parallel region a step: each thread runs the whole step for its own slice of lanes,
+  // its matmuls single-threaded (ATen runs nested work inline). Threads then meet once a step
+  // instead of at every layer: a fork-join costs a wake-up per thread, which dominated with
+  // a dozen a step, and under load a thread that lost its core held up every join. Lanes are
+  // independent and every sum is exact, so how the lanes are split cannot change a result.
   at::Tensor step(at::Tensor x, std::vector<at::Tensor> hs, std::vector<at::Tensor> cs, at::Tensor keys,
                   at::Tensor mem_e, int64_t pos) {
-    // Loop bounds below are copied into the loop (`n = d`): a bound read through a lambda's
-    // reference capture would be reloaded after every int64 store, which stops vectorizing.
-    const I64 B = x.size(0), d = d_, DB = d_boom_;
-    auto opt64 = at::TensorOptions().dtype(at::kLong);
+    const I64 B = x.size(0);
+    at::Tensor freq = at::empty({B, 256}, at::TensorOptions().dtype(at::kLong));
+    at::parallel_for(0, B, 1, [&](I64 lo, I64 hi) { lanes(lo, hi, x, hs, cs, keys, mem_e, pos, freq); });
+    return freq;
+  }
+
+ private:
+  // The step for lanes [lo, hi): local row b is lane lo + b.
+  void lanes(I64 lo, I64 hi, const at::Tensor& x, std::vector<at::Tensor>& hs, std::vector<at::Tensor>& cs,
+             at::Tensor& keys, at::Tensor& mem_e, I64 pos, at::Tensor& freq) const {
+    // Loop bounds below are copied into the loop (`n = d`): a bound read through a reference
+    // would be reloaded after every int64 store, which stops vectorizing.
+    const I64 B = hi - lo, d = d_, DB = d_boom_;
     auto opt8 = at::TensorOptions().dtype(at::kChar);
-    at::Tensor h = at::empty({B, d}, opt64), q8 = at::empty({B, d}, opt8), e = at::empty({B}, opt64);
-    const I64* xs = x.data_ptr<I64>();
+    at::Tensor q8 = at::empty({B, d}, opt8);
+    std::vector<I64> h(B * d), e(B), ff(B * d), tmp(d);
+    I64* hp = h.data();
+    int8_t* q8p = q8.data_ptr<int8_t>();
+    const I64* xs = x.data_ptr<I64>() + lo;
     const I64* emb = embed_.data_ptr<I64>();
-    I64* hp = h.data_ptr<I64>();
     for (I64 b = 0; b < B; ++b) std::copy(emb + xs[b] * d, emb + (xs[b] + 1) * d, hp + b * d);
     const int32_t* sig = tables32_[0].data_ptr<int32_t>();
     const int32_t* tnh = tables32_[1].data_ptr<int32_t>();
     const int32_t* gelu = tables32_[2].data_ptr<int32_t>();
     const I64* expo = tables_[4].data_ptr<I64>();
-    const I64 grain = std::max<I64>(1, 8);
+    std::vector<I64> gates(4 * d), act(4 * d), cs_(d), tc(d), pre(DB), g(DB), sum(d);
 
     for (size_t k = 0; k < blocks_.size(); ++k) {
       const Block& blk = blocks_[k];
       // h = ln_start(h); quantized copy for the LSTM
-      at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
-        std::vector<I64> tmp(d);
-        for (I64 b = lo; b < hi; ++b) {
-          blk.ln_start.apply(hp + b * d, tmp.data(), d);
-          std::copy(tmp.begin(), tmp.end(), hp + b * d);
-          e.data_ptr<I64>()[b] = quantize_row(hp + b * d, q8.data_ptr<int8_t>() + b * d, d);
-        }
-      });
+      for (I64 b = 0; b < B; ++b) {
+        blk.ln_start.apply(hp + b * d, tmp.data(), d);
+        std::copy(tmp.begin(), tmp.end(), hp + b * d);
+        e[b] = quantize_row(hp + b * d, q8p + b * d, d);
+      }
+      at::Tensor hk = hs[k].narrow(0, lo, B);
       at::Tensor ax = at::_int_mm(q8, blk.lstm.w[0]);
-      at::Tensor ah = at::_int_mm(hs[k], blk.lstm.w[1]);
-      int8_t* hq = hs[k].data_ptr<int8_t>();
-      I64* cp = cs[k].data_ptr<I64>();
-      at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
-        std::vector<I64> gates(4 * d), act(4 * d), cs_(d), tc(d);
-        for (I64 b = lo; b < hi; ++b) {
-          blk.lstm.finish({ax.data_ptr<int32_t>(), ah.data_ptr<int32_t>()}, {e.data_ptr<I64>(), nullptr}, b,
-                          gates.data());
-          const I64* __restrict g = gates.data();
-          I64* __restrict a = act.data();
-          lookup_all(sig, g, a, 2 * d);  // i, f
-          lookup_all(tnh, g + 2 * d, a + 2 * d, d);  // g
-          lookup_all(sig, g + 3 * d, a + 3 * d, d);  // o
-          I64* __restrict c = cp + b * d;
-          I64* __restrict cc = cs_.data();
-          for (I64 j = 0, n = d; j < n; ++j) {
-            c[j] = clampv(rshift(a[d + j] * c[j] + a[j] * a[2 * d + j], GATE_FRAC), -C_MAX, C_MAX);
-            cc[j] = rshift(c[j], GATE_FRAC - FRAC);
-          }
-          lookup_all(tnh, cc, tc.data(), d);
-          const I64* __restrict t = tc.data();
-          int8_t* __restrict hqb = hq + b * d;
-          I64* __restrict hb = hp + b * d;
-          for (I64 j = 0, n = d; j < n; ++j) {
-            const I64 hh = a[3 * d + j] * t[j];  // Q30
-            hqb[j] = static_cast<int8_t>(rshift(hh * 127, 2 * GATE_FRAC));
-            hb[j] = clampv(hb[j] + rshift(hh, 2 * GATE_FRAC - FRAC), -R_MAX, R_MAX);
-          }
+      at::Tensor ah = at::_int_mm(hk, blk.lstm.w[1]);
+      int8_t* hq = hk.data_ptr<int8_t>();
+      I64* cp = cs[k].data_ptr<I64>() + lo * d;
+      for (I64 b = 0; b < B; ++b) {
+        blk.lstm.finish({ax.data_ptr<int32_t>(), ah.data_ptr<int32_t>()}, {e.data(), nullptr}, b, gates.data());
+        const I64* __restrict gt = gates.data();
+        I64* __restrict a = act.data();
+        lookup_all(sig, gt, a, 2 * d);  // i, f
+        lookup_all(tnh, gt + 2 * d, a + 2 * d, d);  // g
+        lookup_all(sig, gt + 3 * d, a + 3 * d, d);  // o
+        I64* __restrict c = cp + b * d;
+        I64* __restrict cc = cs_.data();
+        for (I64 j = 0, n = d; j < n; ++j) {
+          c[j] = clampv(rshift(a[d + j] * c[j] + a[j] * a[2 * d + j], GATE_FRAC), -C_MAX, C_MAX);
+          cc[j] = rshift(c[j], GATE_FRAC - FRAC);
         }
-      });
-      if (blk.attn) attend(blk, hp, B, keys, mem_e, pos);
+        lookup_all(tnh, cc, tc.data(), d);
+        const I64* __restrict t = tc.data();
+        int8_t* __restrict hqb = hq + b * d;
+        I64* __restrict hb = hp + b * d;
+        for (I64 j = 0, n = d; j < n; ++j) {
+          const I64 hh = a[3 * d + j] * t[j];  // Q30
+          hqb[j] = static_cast<int8_t>(rshift(hh * 127, 2 * GATE_FRAC));
+          hb[j] = clampv(hb[j] + rshift(hh, 2 * GATE_FRAC - FRAC), -R_MAX, R_MAX);
+        }
+      }
+      if (blk.attn) attend(blk, hp, lo, B, keys, mem_e, pos);
       // Boom on ln_xff(h), added to ln_ff(h)
-      at::Tensor ff = at::empty({B, d}, opt64);
-      at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
-        std::vector<I64> tmp(d);
-        for (I64 b = lo; b < hi; ++b) {
-          blk.ln_ff.apply(hp + b * d, ff.data_ptr<I64>() + b * d, d);
-          blk.ln_xff.apply(hp + b * d, tmp.data(), d);
-          e.data_ptr<I64>()[b] = quantize_row(tmp.data(), q8.data_ptr<int8_t>() + b * d, d);
-        }
-      });
+      for (I64 b = 0; b < B; ++b) {
+        blk.ln_ff.apply(hp + b * d, ff.data() + b * d, d);
+        blk.ln_xff.apply(hp + b * d, tmp.data(), d);
+        e[b] = quantize_row(tmp.data(), q8p + b * d, d);
+      }
       at::Tensor ab = at::_int_mm(q8, blk.boom.w[0]);
-      at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
-        std::vector<I64> pre(DB), g(DB), sum(d);
-        for (I64 b = lo; b < hi; ++b) {
-          blk.boom.finish({ab.data_ptr<int32_t>()}, {e.data_ptr<I64>()}, b, pre.data());
-          const I64* __restrict pr = pre.data();
-          I64* __restrict gg = g.data();
-          lookup_all(gelu, pr, gg, DB);
-          for (I64 ch = 0, n = DB; ch < n; ++ch) gg[ch] += std::max<I64>(pr[ch] - LUT_HALF, 0);  // GELU(x) = x beyond 8
-          I64* __restrict acc = sum.data();
-          const I64* __restrict f = ff.data_ptr<I64>() + b * d;
-          for (I64 i = 0, n = d; i < n; ++i) acc[i] = f[i];
-          for (I64 ch = 0, end = DB, step = d; ch < end; ch += step)  // the Boom's chunks summed
-            for (I64 i = 0, n = d; i < n; ++i) acc[i] += gg[ch + i];
-          I64* __restrict hb = hp + b * d;
-          for (I64 i = 0, n = d; i < n; ++i) hb[i] = clampv(acc[i], -R_MAX, R_MAX);
-        }
-      });
+      for (I64 b = 0; b < B; ++b) {
+        blk.boom.finish({ab.data_ptr<int32_t>()}, {e.data()}, b, pre.data());
+        const I64* __restrict pr = pre.data();
+        I64* __restrict gg = g.data();
+        lookup_all(gelu, pr, gg, DB);
+        for (I64 ch = 0, n = DB; ch < n; ++ch) gg[ch] += std::max<I64>(pr[ch] - LUT_HALF, 0);  // GELU(x) = x beyond 8
+        I64* __restrict acc = sum.data();
+        const I64* __restrict f = ff.data() + b * d;
+        for (I64 i = 0, n = d; i < n; ++i) acc[i] = f[i];
+        for (I64 ch = 0, end = DB, step = d; ch < end; ch += step)  // the Boom's chunks summed
+          for (I64 i = 0, n = d; i < n; ++i) acc[i] += gg[ch + i];
+        I64* __restrict hb = hp + b * d;
+        for (I64 i = 0, n = d; i < n; ++i) hb[i] = clampv(acc[i], -R_MAX, R_MAX);
+      }
     }
     // output: logits -> frequencies through the exp table
-    at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
-      for (I64 b = lo; b < hi; ++b) e.data_ptr<I64>()[b] = quantize_row(hp + b * d, q8.data_ptr<int8_t>() + b * d, d);
-    });
+    for (I64 b = 0; b < B; ++b) e[b] = quantize_row(hp + b * d, q8p + b * d, d);
     at::Tensor ao = at::_int_mm(q8, out_.w[0]);
-    at::Tensor freq = at::empty({B, 256}, opt64);
-    at::parallel_for(0, B, grain, [&](I64 lo, I64 hi) {
-      std::vector<I64> logits(256);
-      for (I64 b = lo; b < hi; ++b) {
-        out_.finish({ao.data_ptr<int32_t>()}, {e.data_ptr<I64>()}, b, logits.data());
-        const I64 mx = *std::max_element(logits.begin(), logits.end());
-        I64* f = freq.data_ptr<I64>() + b * 256;
-        for (int j = 0; j < 256; ++j) f[j] = std::max<I64>(expo[std::min(mx - logits[j], EXP_OUT_MAX)], 1);
-      }
-    });
-    return freq;
+    std::vector<I64> logits(256);
+    for (I64 b = 0; b < B; ++b) {
+      out_.finish({ao.data_ptr<int32_t>()}, {e.data()}, b, logits.data());
+      const I64 mx = *std::max_element(logits.begin(), logits.end());
+      I64* f = freq.data_ptr<I64>() + (lo + b) * 256;
+      for (int j = 0; j < 256; ++j) f[j] = std::max<I64>(expo[std::min(mx - logits[j], EXP_OUT_MAX)], 1);
+    }
   }
 
- private:
-  // quant.IntModel._attend for every lane, then h = ln_mid(h) + attention; writes the ring slot.
-  void attend(const Block& blk, I64* hp, I64 B, at::Tensor keys, at::Tensor mem_e, I64 pos) {
+  // quant.IntModel._attend for lanes [lo, lo + B) (local rows of hp), then h = ln_mid(h) +
+  // attention; writes the ring slot.
+  void attend(const Block& blk, I64* hp, I64 lo, I64 B, at::Tensor& keys, at::Tensor& mem_e, I64 pos) const {
     const I64 d = d_, M = M_;
     const I64 slot = pos % M, filled = std::min(pos, M);
     const I64* expa = tables_[3].data_ptr<I64>();
-    auto opt64 = at::TensorOptions().dtype(at::kLong);
-    at::Tensor mid = at::empty({B, d}, opt64), q8 = at::empty({B, d}, at::TensorOptions().dtype(at::kChar));
-    at::Tensor e = at::empty({B}, opt64), qm = at::empty({B, d}, at::TensorOptions().dtype(at::kChar));
-    at::Tensor em = at::empty({B}, opt64);
-    at::parallel_for(0, B, 8, [&](I64 lo, I64 hi) {
-      std::vector<I64> tmp(d);
-      for (I64 b = lo; b < hi; ++b) {
-        blk.ln_mid.apply(hp + b * d, mid.data_ptr<I64>() + b * d, d);
-        blk.ln_mem.apply(hp + b * d, tmp.data(), d);
-        em.data_ptr<I64>()[b] = quantize_row(tmp.data(), qm.data_ptr<int8_t>() + b * d, d);
-        e.data_ptr<I64>()[b] = quantize_row(mid.data_ptr<I64>() + b * d, q8.data_ptr<int8_t>() + b * d, d);
-      }
-    });
+    auto opt8 = at::TensorOptions().dtype(at::kChar);
+    at::Tensor q8 = at::empty({B, d}, opt8), qm = at::empty({B, d}, opt8);
+    std::vector<I64> mid(B * d), e(B), em(B), tmp(d);
+    for (I64 b = 0; b < B; ++b) {
+      blk.ln_mid.apply(hp + b * d, mid.data() + b * d, d);
+      blk.ln_mem.apply(hp + b * d, tmp.data(), d);
+      em[b] = quantize_row(tmp.data(), qm.data_ptr<int8_t>() + b * d, d);
+      e[b] = quantize_row(mid.data() + b * d, q8.data_ptr<int8_t>() + b * d, d);
+    }
     at::Tensor aq = at::_int_mm(q8, blk.q.w[0]);
-    int8_t* ks = keys.data_ptr<int8_t>();
-    I64* me = mem_e.data_ptr<I64>();
+    int8_t* ks = keys.data_ptr<int8_t>() + lo * M * d;
+    I64* me = mem_e.data_ptr<I64>() + lo * M;
     const I64* vs = blk.vs.data_ptr<I64>();
-    const I64* emp = em.data_ptr<I64>();
     const int8_t* qmp = qm.data_ptr<int8_t>();
-    const I64* midp = mid.data_ptr<I64>();
     const int32_t* aqp = aq.data_ptr<int32_t>();
-    const I64* ep = e.data_ptr<I64>();
     const Divisor score_div(2 * 127 * 127), out_div(I64(2 * 127) << 20);
-    at::parallel_for(0, B, 8, [&](I64 lo, I64 hi) {
-      const I64 n = filled + 1;  // keys: the ring's first `filled` entries, then the current one
-      std::vector<I64> ql(d), qn(d), s(n), w(n), es(n);
-      std::vector<int8_t> qq(d);
-      std::vector<int32_t> mix(d), dots(n), u(n);
-      for (I64 b = lo; b < hi; ++b) {
-        blk.q.finish({aqp}, {ep}, b, ql.data());
-        for (I64 i = 0, n = d; i < n; ++i) ql[i] = clampv(ql[i], -R_MAX, R_MAX);
-        blk.q_ln.apply(ql.data(), qn.data(), d);
-        const I64 eq = quantize_row(qn.data(), qq.data(), d);
-        const int8_t* km = qmp + b * d;
-        const int8_t* kb = ks + b * M * d;
-        auto key = [&](I64 j) { return j < filled ? kb + j * d : km; };
-        dots_i8(key, n, qq.data(), d, dots.data());
-        std::copy(me + b * M, me + b * M + filled, es.begin());
-        es[filled] = emp[b];
-        for (I64 j = 0; j < n; ++j) s[j] = rdiv2(rshift(I64(dots[j]) * es[j], FRAC) * eq, score_div);
-        const I64 mx = *std::max_element(s.begin(), s.end());
-        I64 we_sum = 0, w_sum = 0;
-        for (I64 j = 0; j < n; ++j) {
-          w[j] = expa[std::min(mx - s[j], EXP_ATT_MAX)];
-          w_sum += w[j];
-          we_sum += w[j] * es[j];
-        }
-        const Divisor by_we_sum(we_sum);
-        for (I64 j = 0; j < n; ++j) u[j] = static_cast<int32_t>(by_we_sum.floor(w[j] * es[j] * MIX_MASS));
-        mix_keys(key, n, u.data(), d, mix.data());
-        const I64 ebar = floordiv(we_sum << 8, w_sum);
-        const I64* md = midp + b * d;
-        for (I64 i = 0, n = d; i < n; ++i) {
-          const I64 t = rshift(I64(mix[i]) * ebar, 25);
-          hp[b * d + i] = clampv(md[i] + rdiv2(t * vs[i], out_div), -R_MAX, R_MAX);
-        }
-        std::copy(km, km + d, ks + (b * M + slot) * d);
-        me[b * M + slot] = emp[b];
+    const I64 n = filled + 1;  // keys: the ring's first `filled` entries, then the current one
+    std::vector<I64> ql(d), qn(d), s(n), w(n), es(n);
+    std::vector<int8_t> qq(d);
+    std::vector<int32_t> mix(d), dots(n), u(n);
+    for (I64 b = 0; b < B; ++b) {
+      blk.q.finish({aqp}, {e.data()}, b, ql.data());
+      for (I64 i = 0; i < d; ++i) ql[i] = clampv(ql[i], -R_MAX, R_MAX);
+      blk.q_ln.apply(ql.data(), qn.data(), d);
+      const I64 eq = quantize_row(qn.data(), qq.data(), d);
+      const int8_t* km = qmp + b * d;
+      const int8_t* kb = ks + b * M * d;
+      auto key = [&](I64 j) { return j < filled ? kb + j * d : km; };
+      dots_i8(key, n, qq.data(), d, dots.data());
+      std::copy(me + b * M, me + b * M + filled, es.begin());
+      es[filled] = em[b];
+      for (I64 j = 0; j < n; ++j) s[j] = rdiv2(rshift(I64(dots[j]) * es[j], FRAC) * eq, score_div);
+      const I64 mx = *std::max_element(s.begin(), s.end());
+      I64 we_sum = 0, w_sum = 0;
+      for (I64 j = 0; j < n; ++j) {
+        w[j] = expa[std::min(mx - s[j], EXP_ATT_MAX)];
+        w_sum += w[j];
+        we_sum += w[j] * es[j];
       }
-    });
+      const Divisor by_we_sum(we_sum);
+      for (I64 j = 0; j < n; ++j) u[j] = static_cast<int32_t>(by_we_sum.floor(w[j] * es[j] * MIX_MASS));
+      mix_keys(key, n, u.data(), d, mix.data());
+      const I64 ebar = floordiv(we_sum << 8, w_sum);
+      const I64* md = mid.data() + b * d;
+      for (I64 i = 0; i < d; ++i) {
+        const I64 t = rshift(I64(mix[i]) * ebar, 25);
+        hp[b * d + i] = clampv(md[i] + rdiv2(t * vs[i], out_div), -R_MAX, R_MAX);
+      }
+      std::copy(km, km + d, ks + (b * M + slot) * d);
+      me[b * M + slot] = em[b];
+    }
   }
 
   I64 d_, d_boom_, M_;

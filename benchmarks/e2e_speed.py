@@ -1,0 +1,75 @@
+"""End-to-end speed of `shazip compress` / `decompress` as a user runs them (a fresh process
+each time, start-up included), for one or more source trees side by side, at several thread
+counts, optionally with a CPU hog competing for a core.
+
+    python benchmarks/e2e_speed.py FILE --roots /tmp/base . --threads 1,2 [--hog] [--peers]
+
+Each root is a checkout of shazip run with PYTHONPATH=root (to compare before/after in one
+run, on one machine state). The round trip is checked. --peers adds brotli -q 11, xz -9e and
+zpaq -m5 on the same file. Prints a markdown table: archive bytes, wall seconds, KB/s."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def timed(cmd: list[str], env: dict | None = None, stdin=None, stdout=None, cwd: Path | None = None) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, stdin=stdin, stdout=stdout, stderr=None if stdout else subprocess.DEVNULL,
+                   cwd=cwd, check=True)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("file", type=Path)
+    ap.add_argument("--roots", nargs="+", default=["."])
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--hog", action="store_true", help="a busy-looping process competes throughout")
+    ap.add_argument("--peers", action="store_true")
+    a = ap.parse_args()
+    data = a.file.read_bytes()
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if a.hog else None
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            arc, out = Path(tmp) / "a.shz", Path(tmp) / "out"
+            for root in a.roots:
+                env = dict(os.environ, PYTHONPATH=str(Path(root).resolve()))
+                shazip = [sys.executable, "-m", "shazip"]
+                for t in a.threads.split(","):
+                    with open(arc, "wb") as f:
+                        tc = timed(shazip + ["compress", "-c", "-q", "-T", t, str(a.file)], env, stdout=f)
+                    with open(out, "wb") as f:
+                        td = timed(shazip + ["decompress", "-c", "-q", "-T", t, str(arc)], env, stdout=f)
+                    assert out.read_bytes() == data, f"round trip failed for {root}"
+                    rows.append((f"shazip {root} -T {t}", arc.stat().st_size, tc, td))
+            if a.peers:
+                for name, comp, dec in [("brotli -q 11", ["brotli", "-q", "11", "-c"], ["brotli", "-d", "-c"]),
+                                        ("xz -9e", ["xz", "-9e", "-c"], ["xz", "-d", "-c"])]:
+                    with open(a.file, "rb") as src, open(arc, "wb") as f:
+                        tc = timed(comp, stdin=src, stdout=f)
+                    with open(arc, "rb") as src, open(out, "wb") as f:
+                        td = timed(dec, stdin=src, stdout=f)
+                    rows.append((name, arc.stat().st_size, tc, td))
+                zp = Path(tmp) / "a.zpaq"
+                tc = timed(["zpaq", "a", str(zp), a.file.name, "-m5"], cwd=a.file.parent)
+                td = timed(["zpaq", "x", str(zp), "-to", str(Path(tmp) / "x")])
+                rows.append(("zpaq -m5", zp.stat().st_size, tc, td))
+    finally:
+        if hog is not None:
+            hog.kill()
+    print(f"{a.file.name}, {len(data):,} bytes{', with a CPU hog' if a.hog else ''}\n")
+    print("| | bytes | compress s | KB/s | decompress s | KB/s |\n|---|---:|---:|---:|---:|---:|")
+    for name, size, tc, td in rows:
+        print(f"| {name} | {size:,} | {tc:.2f} | {len(data) / tc / 1e3:.1f} | {td:.2f} | {len(data) / td / 1e3:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
