@@ -4,14 +4,13 @@ counts, optionally with a CPU hog competing for a core.
 
     python benchmarks/e2e_speed.py FILE --roots /tmp/base . --threads 1,2 [--hog] [--peers]
 
-Each root is a checkout of shazip run with PYTHONPATH=root (to compare before/after in one
-run, on one machine state). The round trip is checked. --peers adds brotli -q 11, xz -9e and
+Each root is a checkout of shazip, run from its own folder (`python -m shazip` then imports
+that tree's package: before/after compared in one run, on one machine state). The round trip is checked. --peers adds brotli -q 11, xz -9e and
 zpaq -m5 on the same file. Prints a markdown table: archive bytes, wall seconds, KB/s."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -19,10 +18,9 @@ import time
 from pathlib import Path
 
 
-def timed(cmd: list[str], env: dict | None = None, stdin=None, stdout=None, cwd: Path | None = None) -> float:
+def timed(cmd: list[str], stdin=None, stdout=None, cwd: Path | None = None) -> float:
     t = time.perf_counter()
-    subprocess.run(cmd, env=env, stdin=stdin, stdout=stdout, stderr=None if stdout else subprocess.DEVNULL,
-                   cwd=cwd, check=True)
+    subprocess.run(cmd, stdin=stdin, stdout=stdout, stderr=None if stdout else subprocess.DEVNULL, cwd=cwd, check=True)
     return time.perf_counter() - t
 
 
@@ -41,13 +39,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             arc, out = Path(tmp) / "a.shz", Path(tmp) / "out"
             for root in a.roots:
-                env = dict(os.environ, PYTHONPATH=str(Path(root).resolve()))
+                cwd = Path(root).resolve()
                 shazip = [sys.executable, "-m", "shazip"]
                 for t in a.threads.split(","):
                     with open(arc, "wb") as f:
-                        tc = timed(shazip + ["compress", "-c", "-q", "-T", t, str(a.file)], env, stdout=f)
+                        tc = timed(shazip + ["compress", "-c", "-q", "-T", t, str(a.file.resolve())], stdout=f, cwd=cwd)
                     with open(out, "wb") as f:
-                        td = timed(shazip + ["decompress", "-c", "-q", "-T", t, str(arc)], env, stdout=f)
+                        td = timed(shazip + ["decompress", "-c", "-q", "-T", t, str(arc)], stdout=f, cwd=cwd)
                     assert out.read_bytes() == data, f"round trip failed for {root}"
                     rows.append((f"shazip {root} -T {t}", arc.stat().st_size, tc, td))
             if a.peers:

@@ -17,7 +17,7 @@ import torch
 
 from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
-from .codec import ALL_METHODS, MAX_LANES, CodingStats, decode_block, encode_block
+from .codec import ALL_METHODS, LANE_FLOOR, MAX_LANES, MIN_LANE, CodingStats, decode_block, encode_block
 from .container import (
     BLOCK_HEADER_BYTES, MAX_BLOCK_SIZE, MAX_HEADER, ArchiveReader, ArchiveWriter, Header, Method, first_unit,
     read_upto, record_length, verify_block,
@@ -58,7 +58,9 @@ class Compressor:
     """A reusable compressor: the model is read and checked, and the engine built, once; every
     archive it writes then reuses them (each archive gets its own adaptive stage).
 
-    `lanes`: parallel lanes per block (more is faster; each starts the model cold).
+    `lanes`: parallel lanes per block (more is faster; each starts the model cold). None, the
+    default, chooses: at most 32, none shorter than 2 KB (codec.MIN_LANE); a number asks for
+    that many, down to lanes of 256 bytes.
     `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output
     does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
     decodes anywhere) or "float32" (decodes only on this machine with the same thread count).
@@ -66,11 +68,13 @@ class Compressor:
     model alone, as shazip 0.3 coded). `methods` restricts the block methods tried (e.g.
     {Method.MIXED} to measure the model)."""
 
-    def __init__(self, model: str | LoadedModel = "default", *, lanes: int = DEFAULT_LANES,
+    def __init__(self, model: str | LoadedModel = "default", *, lanes: int | None = None,
                  block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8", adapt: str = "cm",
                  methods: frozenset[Method] = ALL_METHODS) -> None:
-        if not 1 <= lanes <= MAX_LANES:
+        if lanes is not None and not 1 <= lanes <= MAX_LANES:
             raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
+        self.min_lane = MIN_LANE if lanes is None else LANE_FLOOR
+        lanes = lanes or DEFAULT_LANES
         if not 1 <= block_size <= MAX_BLOCK_SIZE:
             raise UsageError(f"block size must be between 1 and {MAX_BLOCK_SIZE}")
         if not methods:
@@ -147,7 +151,7 @@ class ShazipCompressor:
             self._start(len(block) if last else None)
         with torch_threads(c.threads):
             method, k, payload = encode_block(c._engine, block, c.lanes, self._progress, c.methods, self._stats,
-                                              self._stage)
+                                              self._stage, c.min_lane)
         self._writer.add_block(method, k, block, payload)
 
     def _drain(self) -> bytes:
@@ -180,7 +184,7 @@ class ShazipCompressor:
 
 
 def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
-                    lanes: int = DEFAULT_LANES, block_size: int = DEFAULT_BLOCK_SIZE,
+                    lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 0, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
                     stats: CodingStats | None = None, adapt: str = "cm") -> int:

@@ -26,7 +26,7 @@ import click
 from . import __version__
 from .container import declared_size, describe
 from .errors import ArchiveError, OutputExists, ShazipError, UsageError
-from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, ENGINE_CHOICES
+from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, ENGINE_CHOICES, LANES_HELP
 
 SUFFIX = ".shz"
 
@@ -241,7 +241,7 @@ def main() -> None:
 @click.option("-o", "--output", help="Output file (default FILE.shz).")
 @_file_options
 @click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
-@click.option("--lanes", default=DEFAULT_LANES, show_default=True, help="Parallel lanes per block.")
+@click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
 @click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True,
               help="cm: an adaptive context-mixing stage learns the file as it is coded (smaller). "
@@ -253,7 +253,7 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
              lanes: int, block_size: int, threads: int, quiet: bool, adapt: str, engine: str) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
 
-    coding = dict(model=model, lanes=lanes, block_size=block_size, threads=threads, engine=engine, adapt=adapt)
+    coding = dict(model=model, lanes=lanes or None, block_size=block_size, threads=threads, engine=engine, adapt=adapt)
     run_command(lambda: compress_file(file, _destination(file, output, to_stdout, lambda s: s + SUFFIX), force, remove,
                                       quiet, coding))
 
@@ -305,7 +305,7 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("-v", "--verbose", is_flag=True, help="Say what each file became.")
 @click.option("-T", "--threads", default=0, show_default=True, help="CPU threads; 0: every available core.")
 @click.option("--model", default=None, help="Model name or file [compress: default].")
-@click.option("--lanes", default=DEFAULT_LANES, show_default=True)
+@click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True)
 @click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True)
 def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
@@ -316,7 +316,7 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
     archives_only = mode != "compress"
     inputs = _walk(files or ("-",), recursive,
                    (lambda f: f.endswith(SUFFIX)) if archives_only else (lambda f: not f.endswith(SUFFIX)))
-    coding = dict(model=model or "default", lanes=lanes, block_size=block_size, threads=threads, engine="int8",
+    coding = dict(model=model or "default", lanes=lanes or None, block_size=block_size, threads=threads, engine="int8",
                   adapt=adapt)
 
     def one(file: str) -> None:

@@ -34,7 +34,13 @@ if TYPE_CHECKING:
 
 BOS = 0  # the "previous byte" fed to every lane at its start
 MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
-MIN_LANE = 256  # shorter lanes would cost more in cold starts than they gain in speed
+# Lanes per block. Each lane starts the model cold (the adaptive stage's tables, shared by the
+# lanes, soften that), and each step has a fixed cost (~0.5 ms on one core) whatever the lane
+# count, so a block of n bytes in lanes of L bytes takes ~0.5 ms * L more than its per-byte
+# work. Measured (benchmarks/lanes.py, results in benchmarks/README.md): lanes of 2 KB instead
+# of 256 B save 12-14 % on 5-12 KB files and 1-3 % on 40-53 KB ones, for at most ~1 s more.
+LANE_FLOOR = 256  # what archives may hold: at most n // 256 lanes (every shazip encoder keeps to it)
+MIN_LANE = 2048  # the automatic choice: at most DEFAULT_LANES lanes, none shorter than this
 ZSTD_LEVEL = 19
 
 
@@ -131,8 +137,9 @@ def mixed_decode(engine: Engine, stage: AdaptiveStage, payload: bytes, n: int, l
     return run_lanes(engine, lambda freq, _: dec.code(freq).numpy(), n, lanes, None, progress, integer=True)
 
 
-def effective_lanes(n: int, lanes: int) -> int:
-    return max(1, min(lanes, n // MIN_LANE))
+def effective_lanes(n: int, lanes: int, min_lane: int = LANE_FLOOR) -> int:
+    """The lanes a block of n bytes is coded with: at most `lanes`, none shorter than `min_lane`."""
+    return max(1, min(lanes, n // min_lane))
 
 
 def order0_entropy(data: bytes) -> float:
@@ -146,7 +153,8 @@ ALL_METHODS = frozenset(Method)
 
 def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, progress=None,
                  methods: frozenset[Method] = ALL_METHODS, stats: CodingStats | None = None,
-                 get_stage: Callable[[], AdaptiveStage] | None = None) -> tuple[Method, int, bytes]:
+                 get_stage: Callable[[], AdaptiveStage] | None = None,
+                 min_lane: int = LANE_FLOOR) -> tuple[Method, int, bytes]:
     """The smallest of the allowed methods (model-coded, zstd, raw; ties go to the cheaper
     decode). The model codes MIXED with an adaptive stage (`get_stage`), else MODEL. Unless
     the model is the only choice, data whose byte histogram is already near 8 bits/byte
@@ -166,7 +174,7 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, prog
     by_model = Method.MODEL if get_stage is None else Method.MIXED
     stage, snapshot = None, None
     if by_model in methods and (methods == {by_model} or not dense):
-        k = effective_lanes(len(data), lanes)
+        k = effective_lanes(len(data), lanes, min_lane)
         if get_stage is None:
             payload = model_encode(get_engine(), data, k, progress, stats)
         else:

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 import shazip
 from shazip.adaptive import PARAMS_BYTES
-from shazip.codec import MIN_LANE, lane_lengths
+from shazip.codec import LANE_FLOOR, MIN_LANE, lane_lengths
 from shazip.container import ArchiveReader, Method
 from shazip.errors import ChecksumMismatch, CorruptArchive, ModelError, ShazipError
 
@@ -36,7 +36,18 @@ def test_model_coded_text_round_trips_with_lanes(random_model, text, lanes):
     assert shazip.decompress(blob, model=random_model) == data
     blocks = list(ArchiveReader(io.BytesIO(blob)).blocks())
     assert [b.method for b, _ in blocks] == [Method.MODEL] * 3
-    assert [b.lanes for b, _ in blocks] == [min(lanes, max(1, b.orig_len // MIN_LANE)) for b, _ in blocks]
+    assert [b.lanes for b, _ in blocks] == [min(lanes, max(1, b.orig_len // LANE_FLOOR)) for b, _ in blocks]
+
+
+def test_automatic_lanes_are_long(random_model, text):
+    """Without `lanes`, a block gets at most 32 lanes of at least MIN_LANE bytes (a small file
+    is not cut into many cold starts); asked for, lanes go down to LANE_FLOOR bytes."""
+    data = text[:5 * MIN_LANE + 100]
+    auto = shazip.compress(data, model=random_model, methods=MODEL_ONLY, adapt="none")
+    asked = shazip.compress(data, model=random_model, lanes=32, methods=MODEL_ONLY, adapt="none")
+    lanes_of = lambda blob: [b.lanes for b, _ in ArchiveReader(io.BytesIO(blob)).blocks()]  # noqa: E731
+    assert lanes_of(auto) == [5] and lanes_of(asked) == [32]
+    assert shazip.decompress(auto, model=random_model) == shazip.decompress(asked, model=random_model) == data
 
 
 def test_lane_lengths_cover_block():

@@ -451,8 +451,9 @@ def test_failed_decompress_with_force_keeps_existing_output(tmp_path, random_mod
 
 @pytest.mark.parametrize("args, phrase", [
     (["--block-size", "0"], "block size must be between"),
-    (["--lanes", "0"], "lanes must be between"),
-], ids=["block-size-0", "lanes-0"])
+    (["--lanes", "-1"], "lanes must be between"),  # 0 is the automatic choice
+    (["--lanes", "5000"], "lanes must be between"),
+], ids=["block-size-0", "lanes-negative", "lanes-too-many"])
 def test_bad_numeric_options(tmp_path, random_model_path, args, phrase):
     src = write(tmp_path, "a.txt", b"hello")
     assert_fails(run("compress", src, "--model", random_model_path, *args), phrase, tmp_path, ["a.txt"], code=2)

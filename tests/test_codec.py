@@ -10,7 +10,7 @@ import pytest
 import zstandard
 
 import shazip
-from shazip.codec import MIN_LANE, effective_lanes, encode_block, lane_lengths
+from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
 from shazip.container import Method
 from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
 from shazip.testing import flip, payload_spans
@@ -59,8 +59,9 @@ def test_lane_lengths_cover_the_block_in_order(n, lanes):
 
 def test_effective_lanes_keep_lanes_long():
     assert effective_lanes(100, 32) == 1
-    assert effective_lanes(10 * MIN_LANE, 32) == 10
-    assert effective_lanes(10**6, 32) == 32
+    assert effective_lanes(10 * LANE_FLOOR, 32) == 10
+    assert effective_lanes(10 * MIN_LANE, 32, MIN_LANE) == 10
+    assert effective_lanes(10**6, 32, MIN_LANE) == 32
 
 
 def test_method_choice_picks_the_smallest(random_model, text):

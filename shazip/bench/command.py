@@ -23,7 +23,7 @@ from .runner import bench_suite as run_suite
               help="enwik8's standard split: first 90M train, 5M valid, last 5M test.")
 @click.option("--limit", type=int, default=None, help="Only the first N bytes (of the split).")
 @click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
-@click.option("--lanes", default=64, show_default=True, help="Parallel lanes per block.")
+@click.option("--lanes", default=0, show_default=True, help="shazip's lanes per block (0: its automatic choice).")
 @click.option("--threads", default=1, show_default=True, help="CPU threads for shazip.")
 @click.option("--adapt", type=click.Choice(["cm", "none"]), default="cm", show_default=True,
               help="shazip's adaptive stage (none: the model alone).")

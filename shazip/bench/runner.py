@@ -235,7 +235,7 @@ def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: i
     if n != ENWIK8_BYTES and n:
         extra["hutter"]["projected_enwik8_total_bytes"] = round(8 * size / n * ENWIK8_BYTES / 8) + model_bytes + source_zip
         extra["hutter"]["projected_from_bytes"] = n
-    return _row("shazip", f"{loaded.name} int8, {lanes} lanes", f"shazip {_version()}", n, arc, c, d,
+    return _row("shazip", f"{loaded.name} int8, {lanes or 'auto'} lanes", f"shazip {_version()}", n, arc, c, d,
                 _same(src, back), **extra)
 
 
@@ -345,7 +345,7 @@ def markdown(result: dict) -> str:
         if r["compressor"] != "shazip":
             continue
         e, h = r["extra"], r["extra"]["hutter"]
-        lines += ["", f"shazip model `{e['model']}` ({e['model_id'][:16]}…), {e['engine']} engine, {e['lanes']} lanes, "
+        lines += ["", f"shazip model `{e['model']}` ({e['model_id'][:16]}…), {e['engine']} engine, {e['lanes'] or 'auto'} lanes, "
                       f"{e['threads']} threads, adaptive stage {e['adapt']}: model cross-entropy "
                       f"{e['model_bits_per_byte']} bits/byte"
                       + (f", mixed {e['mixed_bits_per_byte']}" if e.get("mixed_bits_per_byte") is not None else "")
@@ -403,7 +403,7 @@ def _rows(src: Path, work: Path, n: int, model: str, lanes: int, threads: int, a
 
 
 def bench(data: Path, out: Path, model: str = "default", split: str = "all", limit: int | None = None,
-          lanes: int = 64, threads: int = 1, baselines: bool = True, log=print, adapt: str = "cm") -> dict:
+          lanes: int = 0, threads: int = 1, baselines: bool = True, log=print, adapt: str = "cm") -> dict:
     """Runs the benchmark; writes out/bench.json, bench.md and (with matplotlib) bench.png."""
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="shazip-bench-") as tmp:
@@ -418,7 +418,7 @@ def bench(data: Path, out: Path, model: str = "default", split: str = "all", lim
     return result
 
 
-def bench_suite(folder: Path, out: Path, model: str = "default", lanes: int = 64, threads: int = 1,
+def bench_suite(folder: Path, out: Path, model: str = "default", lanes: int = 0, threads: int = 1,
                 log=print, adapt: str = "cm") -> dict:
     """Every file of `folder` (sorted by name) through shazip and every baseline; writes
     out/suite.json and suite.md (per-file sizes, winners, totals)."""
@@ -480,7 +480,7 @@ def _worker(argv: list[str]) -> None:
         src, arc, stats_path, model, lanes, threads, adapt = argv[1:]
         stats = CodingStats()
         with open(src, "rb") as f, open(arc, "wb") as g:
-            compress_stream(f, g, model, lanes=int(lanes), threads=int(threads), stats=stats, adapt=adapt)
+            compress_stream(f, g, model, lanes=int(lanes) or None, threads=int(threads), stats=stats, adapt=adapt)
         Path(stats_path).write_text(json.dumps({k: getattr(stats, k) for k in (
             "model_bits", "mixed_bits", "model_bytes", "chosen_bits", "chosen_payload", "payload")} | {"methods": dict(stats.methods)}))
     elif argv[0] == "_py":
