@@ -133,3 +133,46 @@ def test_bad_int8_tensors_are_refused(tmp_path, trained):
     (tmp_path / "m").write_bytes(st_save(tensors, metadata=meta))
     with pytest.raises(ModelError, match="bad int8 tensor"):
         load_model(tmp_path / "m")
+
+
+def test_archives_of_an_earlier_default_decode_after_a_new_one_ships(tmp_path, monkeypatch, random_model_path,
+                                                                     trained, text):
+    """A user's data never depends on a model the release no longer ships: archives made with
+    `default` (format 1 records its name and id, format 3 its id's first bytes) still decode
+    with plain defaults once another model is `default` and the old one is kept under a new
+    name; the archive's id, not its name, finds it."""
+    import shazip
+    monkeypatch.setattr(modelfile, "BUNDLED_DIR", tmp_path)
+    modelfile.bundle_model(random_model_path, "default")
+    data = text[:3000]
+    from shazip.container import Method  # model-coded blocks (stored ones would decode without any model)
+    archives = [shazip.compress(data, adapt="none", lanes=2, methods=frozenset({Method.MODEL})),
+                shazip.compress(data, lanes=2, methods=frozenset({Method.MIXED}))]
+    assert archives[0][4] == 1 and archives[1][4] == 3
+    modelfile.bundle_model(random_model_path, "default-2026-11")  # the release keeps the old one...
+    trained_path = tmp_path / "trained.safetensors"
+    modelfile.save_model(trained.model, trained_path, name="trained")
+    modelfile.bundle_model(trained_path, "default")  # ...and ships a new default
+    assert load_model("default").model_id != load_model("default-2026-11").model_id
+    for blob in archives:
+        assert shazip.decompress(blob) == data
+    (tmp_path / "default-2026-11.safetensors").unlink()
+    index = modelfile.bundled_index()
+    del index["default-2026-11"]
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    for blob in archives:  # gone: a clear error naming the model by id
+        with pytest.raises(ModelError, match="not installed"):
+            shazip.decompress(blob)
+
+
+def test_every_bundled_model_decodes_with_defaults(text):
+    """Each model the release ships (the default and the ones it superseded) round-trips an
+    archive decoded with no --model: the archive finds its model by id."""
+    import shazip
+    from shazip.container import Method
+    names = sorted(modelfile.bundled_index())
+    if not names:
+        pytest.skip("no bundled model in this checkout")
+    for name in names:
+        blob = shazip.compress(text[:1500], model=name, lanes=2, methods=frozenset({Method.MIXED}))
+        assert shazip.decompress(blob) == text[:1500], name
