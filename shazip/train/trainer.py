@@ -344,6 +344,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         print(f"exported {out / f'{name}.safetensors'} sha256 {digest}", file=sys.stderr)
         print(digest)
         record = final
+    if ddp:  # ranks tear gloo down together: one leaving while rank 0 exports has aborted at exit
+        dist.barrier()
     return record
 
 
