@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 
 
-def timed(cmd: list[str], stdin=None, stdout=None, cwd: Path | None = None) -> float:
+def timed(cmd: list[str], stdin=None, stdout=subprocess.DEVNULL, cwd: Path | None = None) -> float:
+    """Wall seconds of one run; its chatter (zpaq prints to stdout) is dropped, a failure raises."""
     t = time.perf_counter()
-    subprocess.run(cmd, stdin=stdin, stdout=stdout, stderr=None if stdout else subprocess.DEVNULL, cwd=cwd, check=True)
+    subprocess.run(cmd, stdin=stdin, stdout=stdout, stderr=subprocess.DEVNULL, cwd=cwd, check=True)
     return time.perf_counter() - t
 
 
