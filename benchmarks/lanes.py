@@ -1,5 +1,5 @@
 """What `--lanes` trades: bits/byte and speed of one input at several lane counts, and the
-shortest lane worth starting (codec.MIN_LANE) on small inputs.
+shortest lane worth starting (the automatic policy's codec.MIN_LANE) on small inputs.
 
     python benchmarks/lanes.py FILE... [--lanes 1,4,8,16,32,64] [--threads 1] [--min-lane 64,256,1024,4096]
 
@@ -33,14 +33,15 @@ def main() -> None:
     a = ap.parse_args()
     lanes = [int(x) for x in a.lanes.split(",")]
     mins = [int(x) for x in a.min_lane.split(",")] if a.min_lane else [codec.MIN_LANE]
-    print(f"| file | bytes | min lane | " + " | ".join(f"{k} lanes" for k in lanes) + " |")
+    print("| file | bytes | min lane | " + " | ".join(f"{k} lanes" for k in lanes) + " |")
     print("|---|---:|---:|" + "---:|" * len(lanes))
     comps = {k: Compressor(a.model, lanes=k, threads=a.threads) for k in lanes}
     comps[lanes[0]].compress(b"warm-up " * 64)
     for f in a.files:
         data = f.read_bytes()
         for m in mins:
-            codec.MIN_LANE = m
+            for c in comps.values():
+                c.min_lane = m
             cells = [measure(comps[k], data) for k in lanes]
             print(f"| {f.name} | {len(data):,} | {m} | " + " | ".join(f"{b:.3f} ({s:.1f} KB/s)" for b, s in cells) + " |",
                   flush=True)

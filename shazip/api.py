@@ -94,10 +94,12 @@ class Compressor:
         with torch_threads(self.threads):
             self.header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
                                  threads=torch.get_num_threads() if kind is FloatEngine else 0,
-                                 model_id=loaded.model_id, model_name=stored_name(loaded, bool(self.params)),
+                                 model_id=loaded.model_id, model_name=loaded.name,
                                  block_size=block_size, lanes=lanes,
                                  adapt_version=adaptive.VERSION if self.params else 0,
                                  adapt_params=self.params.pack() if self.params else b"")
+            # the header settles its format; format 3 leaves a bundled model's name out
+            self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version == 3))
         self._engine = _engine(kind, lambda: loaded, self.header.threads)
 
     def compress_stream(self, src: BinaryIO, dst: BinaryIO, progress: Progress | None = None,

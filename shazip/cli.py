@@ -67,8 +67,6 @@ class ProgressBar:
             sys.stderr.flush()
 
 
-
-
 @contextlib.contextmanager
 def _input(path: str) -> Iterator[BinaryIO]:
     if path == "-":

@@ -371,13 +371,15 @@ class ArchiveWriter:
         self._n_blocks += 1
         self._total_len += len(original)
 
-    def _release(self) -> None:
-        """Format 3 with a second block: the header (several blocks) and the first block."""
+    def _release(self, solo: bool = False) -> None:
+        """Format 3: the held first block, after the header that now can be written: holding
+        that block (`solo`, the archive's only block) or followed by it (several blocks)."""
         if self._held is not None:
             bh, payload = self._held
             self._held = None
-            self._write(self.header.pack())
-            self._write(bh.pack())
+            self._write(self.header.pack(solo=bh if solo else None))
+            if not solo:
+                self._write(bh.pack())
             self._write(payload)
 
     def finish(self) -> Trailer:
@@ -388,10 +390,7 @@ class ArchiveWriter:
         self._finished = True
         trailer = Trailer(n_blocks=self._n_blocks, total_len=self._total_len)
         if self.header.format_version == 3 and self._n_blocks == 1:
-            bh, payload = self._held
-            self._held = None
-            self._write(self.header.pack(solo=bh))
-            self._write(payload)
+            self._release(solo=True)
             return trailer
         if self.header.format_version == 3 and self._n_blocks == 0:
             self._write(self.header.pack())

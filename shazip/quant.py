@@ -113,11 +113,17 @@ def _d_gelu(x: Decimal) -> Decimal:
 
 
 @lru_cache(maxsize=None)
+def _source_key() -> str:
+    """The cache key of this file's text: any change to a rule or constant is a new key."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=None)
 def _table(kind: str) -> np.ndarray:
     """Lookup tables as int64 arrays, identical on every platform (rule 3). Derived once per
     machine and kept in the user's cache under a key that covers this file's text (any change
     to a rule or constant is a new key); a damaged cache entry is derived again."""
-    name = f"{kind}-{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]}.i64"
+    name = f"{kind}-{_source_key()}.i64"
     blob = cache.read("tables", name)
     if blob is not None:
         return np.frombuffer(blob, dtype="<i8").astype(np.int64)
