@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from shazip.adaptive import AdaptiveParams, AdaptiveStage
-from shazip.engines import IntEngine
+from shazip.engines import TwinEngine
 from shazip.modelfile import load_model
 
 def load_rows(path: Path, model: str, lanes: int, limit: int | None) -> tuple[torch.Tensor, np.ndarray, int]:
@@ -34,12 +34,12 @@ def load_rows(path: Path, model: str, lanes: int, limit: int | None) -> tuple[to
         return torch.from_numpy(z["freq"].astype(np.int64)), z["data"], int(z["lanes"])
     data = np.frombuffer(path.read_bytes()[:limit], dtype=np.uint8)
     sym, active, span = lane_grid(data, lanes)
-    engine = IntEngine(load_model(model))
+    engine = TwinEngine(load_model(model), "cpu")
     state, prev = engine.start(lanes), np.zeros(lanes, dtype=np.int64)
     freq = torch.empty(span, lanes, 256, dtype=torch.int32)  # every entry is below 2**31
     for t in range(span):
         state, f = engine.step(state, prev)
-        freq[t] = f.to(torch.int32)
+        freq[t] = torch.from_numpy(f.astype(np.int32))
         prev = sym[t].copy()
     return freq, data, lanes
 

@@ -24,8 +24,8 @@ import torch
 import torch.nn.functional as F
 
 import shazip
-from shazip.codec import IntEngine, lane_lengths, run_lanes
-from shazip.coder import Encoder
+from shazip.codec import CodingStats, lane_lengths, model_encode
+from shazip.engines import IntEngine
 from shazip.container import ArchiveWriter, Header, Method
 from shazip.modelfile import LoadedModel, load_model
 
@@ -69,15 +69,10 @@ def main() -> None:
     fbits = float_bits(loaded, data, args.lanes)
     t_float = time.perf_counter() - t
 
-    enc, ce = Encoder(), [0.0]
-
-    def code(p: np.ndarray, sym: np.ndarray) -> np.ndarray:
-        ce[0] += float(-np.log2(p[np.arange(len(sym)), sym]).sum())
-        return enc.code(p, sym)
-
+    stats = CodingStats()
     t = time.perf_counter()
-    run_lanes(IntEngine(loaded), code, n, args.lanes, data)
-    payload = enc.finish()
+    payload = model_encode(IntEngine(loaded, args.threads), data, args.lanes, stats=stats)
+    ce = [stats.model_bits]
     out = io.BytesIO()
     header = Header(engine=IntEngine.engine_id, engine_version=IntEngine.engine_version, threads=0,
                     model_id=loaded.model_id, model_name=loaded.name, block_size=n, lanes=args.lanes)

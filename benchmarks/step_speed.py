@@ -3,8 +3,9 @@ would cost before training it.
 
     python benchmarks/step_speed.py --d-model 256 --layers 2 --boom 1024 --mem 512 --lanes 64
 
-Times the compiled step (native.py) when it builds, else the torch step, after the attention
-memory is full; prints the best of three timings as ms per step and KB/s (lanes bytes a step).
+Times the native core's step (on the kernel path --kernels, "auto" by default) after the
+attention memory is full; prints the best of three timings as ms per step and KB/s (lanes bytes
+a step).
 Random weights spread attention over every key; a trained model's peaked attention lets the
 mix skip keys, so trained models run a little faster than this."""
 
@@ -14,10 +15,12 @@ import argparse
 import json
 import time
 
+import numpy as np
 import torch
 
-from shazip import native, quant
-from shazip.model import SHARNN, Config
+from shazip import core, numerics, quant
+from shazip.config import Config
+from shazip.model import SHARNN
 
 
 def main() -> None:
@@ -29,27 +32,26 @@ def main() -> None:
     ap.add_argument("--lanes", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--kernels", default="auto", help="kernel path (auto, portable, avx2, avx512vnni)")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     cfg = Config(args.d_model, args.layers, args.boom, args.mem, attn_layer=-2 if args.layers > 1 else 0)
     model = SHARNN(cfg)
     model.collapse_vs()
-    im = quant.IntModel(model)
-    step = native.NativeModel(im) if native.load() is not None else im
-    state, prev = step.init_state(args.lanes), torch.randint(0, 256, (args.lanes,))
-    with torch.no_grad():
-        for _ in range(cfg.mem_len + 5):
-            state, _ = step.step(state, prev)
-        best = float("inf")
-        for _ in range(3):
-            t = time.perf_counter()
-            for _ in range(args.steps):
-                state, _ = step.step(state, prev)
-            best = min(best, (time.perf_counter() - t) / args.steps)
+    m = core.model(numerics.int_weights(cfg, quant.float_params(model)), args.kernels)
+    pool = core.load().ThreadPool(args.threads)
+    state, prev = m.state(args.lanes), np.random.default_rng(0).integers(0, 256, args.lanes, dtype=np.int64)
+    for _ in range(cfg.mem_len + 5):
+        m.step(state, prev, pool)
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(args.steps):
+            m.step(state, prev, pool)
+        best = min(best, (time.perf_counter() - t) / args.steps)
     print(json.dumps({"d_model": cfg.d_model, "layers": cfg.n_layers, "d_boom": cfg.d_boom, "mem_len": cfg.mem_len,
                       "params": model.num_params(), "lanes": args.lanes, "threads": args.threads,
-                      "implementation": "native" if step is not im else "torch",
+                      "kernels": m.kernels,
                       "ms_per_step": round(best * 1e3, 3), "KBps": round(args.lanes / best / 1e3, 1)}))
 
 

@@ -5,20 +5,22 @@ import os
 __version__ = "0.1.0"
 
 # OpenMP threads that spin while they wait hold a core each: with another process busy on the
-# machine, `--threads 2` on 2 cores then ran 36x slower than one thread (475 s vs 13 s for 100 KB,
-# measured with a training run and a fuzzer on the cores); waiting passively, 12 s. It must be
-# set before the OpenMP runtime starts (the first torch import), and a user's own setting wins.
+# machine, torch's `--threads 2` on 2 cores ran 36x slower than one thread (475 s vs 13 s for
+# 100 KB, measured with a training run and a fuzzer on the cores); waiting passively, 12 s. It
+# matters where torch runs (training, the float engine, the GPU engine); the native core's own
+# threads always wait passively. It must be set before the OpenMP runtime starts (the first
+# torch import), and a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .errors import (  # noqa: E402
-    ChecksumMismatch, ContractError, CorruptArchive, ModelError, NotAnArchive, OutputExists, ShazipError, Truncated,
-    UnsupportedVersion, UsageError,
+    ChecksumMismatch, ContractError, CoreUnavailable, CorruptArchive, ModelError, NotAnArchive, OutputExists,
+    ShazipError, Truncated, UnsupportedVersion, UsageError,
 )
 
 __all__ = ["open", "ShazipFile", "compress", "decompress", "Compressor", "ShazipCompressor", "ShazipDecompressor",
            "compress_stream",
            "decompress_stream", "iter_decompress", "load", "ShazipError", "NotAnArchive",
-           "UnsupportedVersion", "Truncated", "CorruptArchive", "ChecksumMismatch", "ModelError", "ContractError",
+           "UnsupportedVersion", "Truncated", "CorruptArchive", "ChecksumMismatch", "ModelError", "ContractError", "CoreUnavailable",
            "OutputExists", "UsageError", "__version__"]
 
 _API = {"compress": "api", "decompress": "api", "compress_stream": "api", "decompress_stream": "api",

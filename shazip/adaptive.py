@@ -4,9 +4,10 @@ Each byte is coded as 8 binary decisions (most significant bit first). For each 
 logistic mixers combine the neural model's probability of the bit (exact subtree sums of its
 integer frequencies) with hashed context models (orders 1-8 of each lane's own bytes, words,
 columns of lines) and a match model over the history of every lane and earlier block; two APM stages
-refine the result, and a binary arithmetic coder codes the bit. The stage and coder are integer-only C++ (shazip/adaptive.cpp, whose header
-is the numerics contract); this module builds it, supplies its one transcendental table
-(squash, computed here with `decimal` so that it is identical everywhere) and wraps it.
+refine the result, and a binary arithmetic coder codes the bit. The stage and coder are
+integer-only C++ in the native core (csrc/stage, whose stage.h opens with the numerics
+contract); this module supplies its one transcendental table (squash, computed here with
+`decimal` so that it is identical everywhere, and cached) and wraps it.
 
 The tables live in an `AdaptiveStage` that outlives blocks: lanes and blocks learn from each
 other. A block coded by the stage on the encoder's side but finally stored another way is
@@ -20,24 +21,13 @@ import decimal
 import struct
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
-from types import ModuleType
 
-import torch
+import numpy as np
 
-from . import extension
-from .errors import CorruptArchive, ShazipError
+from . import cache, core
+from .errors import CorruptArchive
 
-SOURCE = Path(__file__).with_name("adaptive.cpp")
-# Integer arithmetic only (the measurement of code length aside), so no flag can change a result.
-CFLAGS = ["-O3", "-march=native"]
 ST_MAX = 4095  # the stretch domain is [-ST_MAX, ST_MAX] in units of 1/256 nat
-
-_module: ModuleType | None = None
-
-
-class AdaptiveUnavailable(ShazipError):
-    """The adaptive stage's C++ extension could not be built (no compiler, ninja or headers)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +105,7 @@ class AdaptiveParams:
         return [getattr(self, name) for name in MODEL_FLAGS]
 
 
-VERSION = 1  # the arithmetic of adaptive.cpp; any change to it bumps this (archives record it)
+VERSION = 1  # the arithmetic of csrc/stage; any change to it bumps this (archives record it)
 PARAMS_BYTES = 8
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
 # What archives may ask for: at most 7 hashed tables of 2**24 bytes, a 2**26-byte history and
@@ -127,33 +117,25 @@ ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits"
 def squash_table() -> list[int]:
     """squash(x) = clamp(round(65536 / (1 + exp(-x / 256))), 1, 65535) for x in [-4095, 4095],
     rounded half to even in decimal arithmetic of 24 significant digits: the same integers on
-    every machine (a float exp could differ in the last place between libms)."""
+    every machine (a float exp could differ in the last place between libms). Derived once per
+    machine (a tenth of a second) and kept in the user's cache, checked."""
     return list(_squash())
 
 
 @lru_cache(maxsize=1)
 def _squash() -> tuple[int, ...]:
+    name = "squash-v1.i32"  # the derivation below is fixed: a change to it needs a new name
+    blob = cache.read("tables", name)
+    if blob is not None and len(blob) == 4 * (2 * ST_MAX + 1):
+        return tuple(np.frombuffer(blob, dtype="<i4").tolist())
     ctx = decimal.Context(prec=24, rounding=decimal.ROUND_HALF_EVEN)
     out = []
     for x in range(-ST_MAX, ST_MAX + 1):
         e = ctx.exp(ctx.divide(decimal.Decimal(-x), decimal.Decimal(256)))
         p = ctx.divide(decimal.Decimal(65536), ctx.add(decimal.Decimal(1), e))
         out.append(min(max(int(p.to_integral_value(rounding=decimal.ROUND_HALF_EVEN)), 1), 65535))
+    cache.write("tables", name, np.array(out, dtype="<i4").tobytes())
     return tuple(out)
-
-
-def load() -> ModuleType:
-    """The compiled extension (built on first use, cached per machine); AdaptiveUnavailable
-    if it cannot be built."""
-    global _module
-    if _module is None:
-        try:
-            _module = extension.build(SOURCE, "adaptive", CFLAGS, what="the adaptive stage")
-        except Exception as e:  # no compiler, ninja or headers
-            msg = str(e).strip().splitlines()[-1] if str(e).strip() else ""
-            raise AdaptiveUnavailable(f"the adaptive stage could not be built ({type(e).__name__}: {msg}); it needs a "
-                                      f"C++ compiler; `--adapt none` compresses without it") from e
-    return _module
 
 
 @dataclass
@@ -164,12 +146,13 @@ class AdaptiveStage:
 
     def __post_init__(self) -> None:
         p = self.params
-        self._stage = load().Stage(squash_table(), p.table_bits, p.history_bits, p.match_bits, p.match_min,
+        self._stage = core.load().Stage(squash_table(), p.table_bits, p.history_bits, p.match_bits, p.match_min,
                                    p.mixer_lr, list(p.orders), p.word, p.column, p.sparse, p.nn, p.match, p.apm)
 
     @property
     def native(self):
-        """The C++ stage (for tests of single components: squash, stretch, ...)."""
+        """The core's stage (the block loop drives it; tests reach single components: squash,
+        stretch, ...)."""
         return self._stage
 
     @property
@@ -192,19 +175,19 @@ class AdaptiveStage:
     def encoder(self, lanes: int, span: int, measure: bool = False) -> AdaptiveEncoder:
         """A coder for one block of `lanes` lanes of at most `span` bytes (lane i is the block's
         bytes [i * span, (i + 1) * span)). With `measure`, it sums the ideal code length."""
-        return AdaptiveEncoder(load().Encoder(self._stage, lanes, span, measure))
+        return AdaptiveEncoder(core.load().StageEncoder(self._stage, lanes, span, measure))
 
     def decoder(self, lanes: int, span: int, payload: bytes) -> AdaptiveDecoder:
-        return AdaptiveDecoder(load().Decoder(self._stage, lanes, span, payload))
+        return AdaptiveDecoder(core.load().StageDecoder(self._stage, lanes, span, payload))
 
 
 class AdaptiveEncoder:
     def __init__(self, native) -> None:
         self._enc = native
 
-    def code(self, freq: torch.Tensor, symbols: torch.Tensor) -> torch.Tensor:
-        """Codes one step: symbols[i] (int64 [k]) of the k active lanes (a prefix) under the NN's
-        rows freq (int64 [k, 256], entries in [1, 2**30]); returns the symbols."""
+    def code(self, freq: np.ndarray, symbols: np.ndarray) -> np.ndarray:
+        """Codes one step: symbols[i] (bytes, [k]) of the k active lanes (a prefix) under the
+        NN's rows freq (int64 [k, 256], entries in [1, 2**30]); returns the symbols."""
         self._enc.code(freq, symbols)
         return symbols
 
@@ -221,7 +204,7 @@ class AdaptiveDecoder:
     def __init__(self, native) -> None:
         self._dec = native
 
-    def code(self, freq: torch.Tensor) -> torch.Tensor:
+    def code(self, freq: np.ndarray) -> np.ndarray:
         """Decodes one step: the k active lanes' bytes (int64 [k]) given their rows [k, 256].
         A damaged payload gives wrong bytes (which the block's checksum catches), never a fault."""
         return self._dec.code(freq)

@@ -9,11 +9,10 @@ Every failure is a `shazip.ShazipError` with a one-line message.
 
 from __future__ import annotations
 
+import contextlib
 import io
 from dataclasses import replace
-from typing import BinaryIO, Callable, Iterator
-
-import torch
+from typing import BinaryIO, Callable, ContextManager, Iterator
 
 from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
@@ -22,7 +21,10 @@ from .container import (
     BLOCK_HEADER_BYTES, MAX_BLOCK_SIZE, MAX_HEADER, ArchiveReader, ArchiveWriter, Header, Method, first_unit,
     read_upto, record_length, verify_block,
 )
-from .engines import BY_ID, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, resolve_threads, torch_threads
+from .engines import (
+    BY_ID, DEVICES, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, int_engine, resolve_threads,
+    torch_threads,
+)
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES
@@ -50,8 +52,14 @@ class _Once:
         return self.made
 
 
-def _engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel], threads: int) -> _Once:
-    return _Once(lambda: FloatEngine(loaded(), threads) if kind is FloatEngine else IntEngine(loaded()))
+def _engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel], threads: int,
+            device: str) -> _Once:
+    return _Once(lambda: FloatEngine(loaded(), threads) if kind is FloatEngine else int_engine(loaded(), device, threads))
+
+
+def _threads(kind: type[IntEngine] | type[FloatEngine] | None, n: int) -> ContextManager:
+    """torch's thread count for the float engine's steps; the int8 engine's threads are its own."""
+    return torch_threads(n) if kind is FloatEngine else contextlib.nullcontext()
 
 
 class Compressor:
@@ -65,12 +73,14 @@ class Compressor:
     does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
     decodes anywhere) or "float32" (decodes only on this machine with the same thread count).
     `adapt`: "cm" (the adaptive stage learns the input as it is coded; int8 only) or "none" (the
-    model alone, as shazip 0.3 coded). `methods` restricts the block methods tried (e.g.
-    {Method.MIXED} to measure the model)."""
+    model alone, as shazip 0.3 coded). `device`: where the int8 engine runs: "cpu" (the native
+    core), "cuda" (the torch twin on a GPU; needs torch with CUDA) or "auto" (CUDA where there
+    is one); archives are the same bytes on every device. `methods` restricts the block methods
+    tried (e.g. {Method.MIXED} to measure the model)."""
 
     def __init__(self, model: str | LoadedModel = "default", *, lanes: int | None = None,
                  block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8", adapt: str = "cm",
-                 methods: frozenset[Method] = ALL_METHODS) -> None:
+                 device: str = "cpu", methods: frozenset[Method] = ALL_METHODS) -> None:
         if lanes is not None and not 1 <= lanes <= MAX_LANES:
             raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
         self.min_lane = MIN_LANE if lanes is None else LANE_FLOOR
@@ -83,6 +93,10 @@ class Compressor:
             raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
         if adapt not in ADAPT:
             raise UsageError(f"unknown adaptive stage '{adapt}' (choose {', '.join(ADAPT)})")
+        if device not in DEVICES:
+            raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
+        if device != "cpu" and engine != "int8":
+            raise UsageError("only the int8 engine runs on another device than the CPU")
         self.params = ADAPT[adapt]
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
@@ -90,17 +104,16 @@ class Compressor:
         self.loaded = loaded = _resolve(model)
         if len(loaded.name.encode()) > 255:
             raise UsageError(f"model name is longer than 255 bytes: {loaded.name[:40]}...")
-        kind = ENGINES[engine]
-        with torch_threads(self.threads):
-            self.header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
-                                 threads=torch.get_num_threads() if kind is FloatEngine else 0,
-                                 model_id=loaded.model_id, model_name=loaded.name,
-                                 block_size=block_size, lanes=lanes,
-                                 adapt_version=adaptive.VERSION if self.params else 0,
-                                 adapt_params=self.params.pack() if self.params else b"")
-            # the header settles its format; format 3 leaves a bundled model's name out
-            self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version == 3))
-        self._engine = _engine(kind, lambda: loaded, self.header.threads)
+        self.kind = kind = ENGINES[engine]
+        self.header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
+                             threads=self.threads if kind is FloatEngine else 0,  # what a float32 decoder replays
+                             model_id=loaded.model_id, model_name=loaded.name,
+                             block_size=block_size, lanes=lanes,
+                             adapt_version=adaptive.VERSION if self.params else 0,
+                             adapt_params=self.params.pack() if self.params else b"")
+        # the header settles its format; format 3 leaves a bundled model's name out
+        self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version == 3))
+        self._engine = _engine(kind, lambda: loaded, self.threads, device)
 
     def compress_stream(self, src: BinaryIO, dst: BinaryIO, progress: Progress | None = None,
                         stats: CodingStats | None = None) -> int:
@@ -151,7 +164,7 @@ class ShazipCompressor:
         c = self._c
         if self._writer is None:
             self._start(len(block) if last else None)
-        with torch_threads(c.threads):
+        with _threads(c.kind, c.threads):
             method, k, payload = encode_block(c._engine, block, c.lanes, self._progress, c.methods, self._stats,
                                               self._stage, c.min_lane)
         self._writer.add_block(method, k, block, payload)
@@ -189,21 +202,23 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
                     lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 0, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
-                    stats: CodingStats | None = None, adapt: str = "cm") -> int:
+                    stats: CodingStats | None = None, adapt: str = "cm", device: str = "cpu") -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes. The
     options are `Compressor`'s; make one to compress many inputs with one model load."""
     c = Compressor(model, lanes=lanes, block_size=block_size, threads=threads, engine=engine, adapt=adapt,
-                   methods=methods)
+                   device=device, methods=methods)
     return c.compress_stream(src, dst, progress, stats)
 
 
 def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progress: Progress | None = None,
-                    threads: int = 0) -> Iterator[bytes]:
+                    threads: int = 0, device: str = "cpu") -> Iterator[bytes]:
     """The blocks of the archive in src, each decoded and verified before it is yielded.
     `model` overrides the archive's model name; its id must still match the archive's.
     `threads` applies to int8 archives (float32 ones replay the encoder's thread count); 0, the
-    default, uses every available core."""
+    default, uses every available core. `device` as `Compressor`'s (int8 archives)."""
     threads = resolve_threads(threads)
+    if device not in DEVICES:
+        raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
     reader = ArchiveReader(src)
     h = reader.header
     kind = BY_ID.get(h.engine)
@@ -224,10 +239,10 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
                                      f"does not have")
         return AdaptiveStage(AdaptiveParams.unpack(h.adapt_params))
 
-    get_engine = _engine(kind, loaded, h.threads)
+    get_engine = _engine(kind, loaded, h.threads if kind is FloatEngine else threads, device)
     get_stage = _Once(stage) if h.adapt_version else None
     for bh, payload in reader.blocks():
-        with torch_threads(h.threads if kind is FloatEngine else threads):
+        with _threads(kind, h.threads):
             try:
                 block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage)
             except CorruptArchive as e:
@@ -242,9 +257,9 @@ class ShazipDecompressor:
     so far, each verified; `eof` is true once the trailer was read. Options as
     `iter_decompress`."""
 
-    def __init__(self, model: str | LoadedModel | None = None, threads: int = 0) -> None:
+    def __init__(self, model: str | LoadedModel | None = None, threads: int = 0, device: str = "cpu") -> None:
         self._fed = io.BytesIO()
-        self._blocks = iter_decompress(self._fed, model, None, threads)
+        self._blocks = iter_decompress(self._fed, model, None, threads, device)
         self._buf = bytearray()
         self._started = False
         self._ended = False  # the units so far hold the whole archive
@@ -292,11 +307,11 @@ class ShazipDecompressor:
 
 
 def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
-                      progress: Progress | None = None, threads: int = 0) -> int:
+                      progress: Progress | None = None, threads: int = 0, device: str = "cpu") -> int:
     """Decompresses src to dst, verifying each block before writing it; returns bytes written.
     Options as `iter_decompress`."""
     total = 0
-    for block in iter_decompress(src, model, progress, threads):
+    for block in iter_decompress(src, model, progress, threads, device):
         dst.write(block)
         total += len(block)
     return total

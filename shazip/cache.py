@@ -1,6 +1,6 @@
 """The per-user cache ($SHAZIP_CACHE or ~/.cache/shazip): what is slow to make and the same on
-every run, kept between runs. Today: the compiled C++ parts (extension.py) and the integer
-lookup tables (quant.py), whose exact derivation in `decimal` takes half a second.
+every run, kept between runs: the integer lookup tables (numerics.py, adaptive.py), whose exact
+derivation in `decimal` takes half a second. Never code: the native core is built at install.
 
 A cached blob is stored with its sha256 and read back only if that matches, so a torn or
 damaged file is rebuilt, never used; writes are atomic (a temporary file renamed into place)

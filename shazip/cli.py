@@ -26,7 +26,7 @@ import click
 from . import __version__
 from .container import declared_size, describe
 from .errors import ArchiveError, OutputExists, ShazipError, UsageError
-from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, ENGINE_CHOICES, LANES_HELP
+from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEVICES, ENGINE_CHOICES, LANES_HELP
 
 SUFFIX = ".shz"
 
@@ -128,14 +128,9 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
 
 def run_command(body: Callable[[], None]) -> None:
     """Runs a command body, turning every expected failure into one line + exit code."""
-    from . import extension, native  # here, not at the top: `--help` and `--version` need no torch
     old = signal.signal(signal.SIGTERM, _on_sigterm)
-    extension.on_build = lambda message: click.echo(f"shazip: {message}", err=True)
     try:
         body()
-        if native.error() and "SHAZIP_NATIVE=0" not in native.error():
-            click.echo(f"shazip: the compiled int8 step could not be built ({native.error()}); the slower torch "
-                       f"step ran, which gives the same archives", err=True)
     except ShazipError as e:
         click.echo(f"shazip: {e}", err=True)
         sys.exit(e.exit_code)
@@ -178,6 +173,8 @@ def _file_options(f: Callable) -> Callable:
         click.option("-T", "--threads", default=0, show_default=True,
                      help="CPU threads for the model; 0: every available core. The output does not "
                           "depend on it (except with --engine float32)."),
+        click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True,
+                     help="Where the int8 engine runs: cpu (the native core), cuda (a GPU, through torch with CUDA), auto (cuda where there is one). Archives are the same bytes on every device."),
     ]):
         f = opt(f)
     return f
@@ -230,7 +227,7 @@ def main() -> None:
       shazip -t FILE.shz... decode and verify, write nothing;  -l: list the archive
       shazip                with no FILE or with -: a filter, standard input to standard output
       -k keep (the default), -f overwrite, -o NAME (one input), -r recurse into directories,
-      -T N threads (0: all cores), -q quiet, -v verbose; --model, --lanes, --block-size, --adapt
+      -T N threads (0: all cores), -q quiet, -v verbose; --model, --lanes, --block-size, --adapt, --device
     Or the commands below (`shazip COMMAND --help`)."""
 
 
@@ -248,10 +245,11 @@ def main() -> None:
               help="int8: integer-exact, decodes on any machine. float32: reference; decodes only "
                    "on this machine with the same --threads.")
 def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, model: str,
-             lanes: int, block_size: int, threads: int, quiet: bool, adapt: str, engine: str) -> None:
+             lanes: int, block_size: int, threads: int, device: str, quiet: bool, adapt: str, engine: str) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
 
-    coding = dict(model=model, lanes=lanes or None, block_size=block_size, threads=threads, engine=engine, adapt=adapt)
+    coding = dict(model=model, lanes=lanes or None, block_size=block_size, threads=threads, engine=engine, adapt=adapt,
+                  device=device)
     run_command(lambda: compress_file(file, _destination(file, output, to_stdout, lambda s: s + SUFFIX), force, remove,
                                       quiet, coding))
 
@@ -302,30 +300,31 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what each file became.")
 @click.option("-T", "--threads", default=0, show_default=True, help="CPU threads; 0: every available core.")
+@click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True, help="Where the int8 engine runs: cpu (the native core), cuda (a GPU, through torch with CUDA), auto (cuda where there is one). Archives are the same bytes on every device.")
 @click.option("--model", default=None, help="Model name or file [compress: default].")
 @click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True)
 @click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True)
 def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
-                  output: str | None, recursive: bool, quiet: bool, verbose: bool, threads: int, model: str | None,
-                  lanes: int, block_size: int, adapt: str) -> None:
+                  output: str | None, recursive: bool, quiet: bool, verbose: bool, threads: int, device: str,
+                  model: str | None, lanes: int, block_size: int, adapt: str) -> None:
     """gzip-style use: every FILE in turn; one bad file does not stop the others, and the exit
     status is the worst one."""
     archives_only = mode != "compress"
     inputs = _walk(files or ("-",), recursive,
                    (lambda f: f.endswith(SUFFIX)) if archives_only else (lambda f: not f.endswith(SUFFIX)))
     coding = dict(model=model or "default", lanes=lanes or None, block_size=block_size, threads=threads, engine="int8",
-                  adapt=adapt)
+                  adapt=adapt, device=device)
 
     def one(file: str) -> None:
         dest = None
         if mode == "list":
             _list(file, as_json=False)
         elif mode == "test":
-            decompress_file(file, None, force, False, quiet, model, threads, test=True)
+            decompress_file(file, None, force, False, quiet, model, threads, device, test=True)
         elif mode == "decompress":
             dest = _destination(file, output, to_stdout, _strip_suffix)
-            decompress_file(file, dest, force, remove, quiet, model, threads)
+            decompress_file(file, dest, force, remove, quiet, model, threads, device)
         else:
             dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
             compress_file(file, dest, force, remove, quiet, coding)
@@ -380,11 +379,11 @@ def _strip_suffix(src: str) -> str:
 @_file_options
 @click.option("--model", default=None, help="Model file to use instead of the bundled one the archive names.")
 def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool,
-               model: str | None, threads: int, quiet: bool) -> None:
+               model: str | None, threads: int, device: str, quiet: bool) -> None:
     """Decompress FILE.shz (or - for standard input) to FILE."""
 
     run_command(lambda: decompress_file(file, _destination(file, output, to_stdout, _strip_suffix), force, remove,
-                                        quiet, model, threads))
+                                        quiet, model, threads, device))
 
 
 class _Discard(io.RawIOBase):
@@ -398,7 +397,7 @@ class _Discard(io.RawIOBase):
 
 
 def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quiet: bool, model: str | None,
-                    threads: int, test: bool = False) -> None:
+                    threads: int, device: str = "cpu", test: bool = False) -> None:
     """FILE.shz ("-": standard input) to dest (None: standard output); with `test`, decode and
     verify every block, write nothing."""
     if file == "-" and sys.stdin.isatty():
@@ -410,7 +409,7 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quie
     with _input(file) as src, out as dst:
         bar = ProgressBar(declared_size(src), not quiet)
         try:
-            decompress_stream(src, dst, loaded, progress=bar, threads=threads)
+            decompress_stream(src, dst, loaded, progress=bar, threads=threads, device=device)
         except ArchiveError as e:  # name the user's file: "f.shz: archive is truncated"
             raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
         bar.close()

@@ -1,17 +1,21 @@
-"""Model-coding of blocks: lanes, the shared step loop, and the choice of block method.
+"""Model-coding of blocks: lanes, the step loop, and the choice of block method.
 
 A block of n bytes is cut into `lanes` contiguous slices of L = ceil(n / lanes) bytes (the
 last ones shorter, possibly empty). The lanes run in lockstep as one batch: at step t the
 engine turns every lane's previous byte into a row, and the coder codes byte t of every lane
-that still has one. `run_lanes` is that loop, shared by encoder and decoder: only the coder
-differs, so both sides see the same rows by construction.
+that still has one. Encoder and decoder run the same loop; only the coder differs, so both
+sides see the same rows by construction.
 
 Two ways to code a block with the model:
-- MODEL: the engine's probability rows drive the range coder (rangecoder.py), byte by byte.
+- MODEL: the engine's probability rows drive the categorical range coder, byte by byte.
 - MIXED: the int8 engine's integer frequencies go to the adaptive stage (adaptive.py), which
   mixes them with what it has learnt of this input so far and codes 8 binary decisions a
   byte. Its tables outlive the block; a block finally stored another way is undone in them
   (snapshot and restore), since the decoder's stage never sees it.
+
+On the CPU the int8 engine's loop is the native core's (`core.Job`: every lane and step in
+C++, a chunk of steps per call so that progress and Ctrl-C go on); the torch engines (the GPU's
+twin, float32) run `run_lanes` here, one step per iteration, through the same coders.
 """
 
 from __future__ import annotations
@@ -21,17 +25,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-import torch
 import zstandard
 
+from . import core
 from .container import Method
-from .engines import Engine
+from .engines import FloatEngine, IntEngine, TwinEngine
 from .errors import CorruptArchive
-from .rangecoder import Decoder, Encoder
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveStage
 
+Engine = IntEngine | TwinEngine | FloatEngine
 BOS = 0  # the "previous byte" fed to every lane at its start
 MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
 # Lanes per block. Each lane starts the model cold (the adaptive stage's tables, shared by the
@@ -42,6 +46,7 @@ MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small`
 LANE_FLOOR = 256  # what archives may hold: at most n // 256 lanes (every shazip encoder keeps to it)
 MIN_LANE = 2048  # the automatic choice: at most DEFAULT_LANES lanes, none shorter than this
 ZSTD_LEVEL = 19
+CHUNK_BYTES = 64  # bytes coded per call into the core between progress reports (about a millisecond)
 
 
 def lane_lengths(n: int, lanes: int) -> np.ndarray:
@@ -49,15 +54,12 @@ def lane_lengths(n: int, lanes: int) -> np.ndarray:
     return np.clip(n - span * np.arange(lanes), 0, span)
 
 
-def run_lanes(engine: Engine, code: Callable[[object, np.ndarray | None], np.ndarray],
-              n: int, lanes: int, data: bytes | None = None,
-              progress: Callable[[int], None] | None = None, integer: bool = False) -> bytes:
-    """The step loop shared by encoder (`data` given) and decoder (`data` None).
-
-    `code(rows[k], symbols[k] or None) -> symbols[k]` codes the k lanes still active at this
-    step (always a prefix, since only the last lanes are shorter); rows are the engine's
-    probabilities (float64 numpy), or with `integer` its frequencies (int64 torch). Returns
-    the block's bytes."""
+def run_lanes(engine: TwinEngine | FloatEngine, code: Callable[[np.ndarray, np.ndarray | None], np.ndarray],
+              n: int, lanes: int, data: bytes | None = None, progress: Callable[[int], None] | None = None) -> bytes:
+    """The step loop of the torch engines, shared by encoder (`data` given) and decoder (`data`
+    None): `code(rows[k], symbols[k] or None) -> symbols[k]` codes the k lanes still active at
+    this step (always a prefix, since only the last lanes are shorter); rows are the twin's
+    integer frequencies or the float engine's probabilities. Returns the block's bytes."""
     lengths = lane_lengths(n, lanes)
     span = int(lengths[0]) if n else 0
     # Lane i is bytes [i*span, (i+1)*span): the block, zero-padded to lanes*span, viewed as
@@ -72,8 +74,8 @@ def run_lanes(engine: Engine, code: Callable[[object, np.ndarray | None], np.nda
     for t in range(span):
         while lengths[active - 1] <= t:
             active -= 1
-        state, p = engine.step(state, prev) if integer else engine.probs(state, prev)
-        sym = code(p[:active], None if data is None else steps[t, :active])
+        state, rows = engine.step(state, prev) if isinstance(engine, TwinEngine) else engine.probs(state, prev)
+        sym = code(rows[:active], None if data is None else steps[t, :active])
         steps[t, :active] = sym
         prev[:active] = sym
         if progress is not None:
@@ -94,47 +96,100 @@ class CodingStats:
     _last_bits: float = 0.0
 
 
-def model_encode(engine: Engine, data: bytes, lanes: int, progress=None, stats: CodingStats | None = None) -> bytes:
-    enc = Encoder(measure=stats is not None)
-    run_lanes(engine, enc.code, len(data), lanes, data, progress)
+def _native(engine: IntEngine, n: int, lanes: int, stage: AdaptiveStage | None, progress, measure: bool = False,
+            data: bytes | None = None, payload: bytes | None = None):
+    """A block through the core's loop, a chunk of steps per call; returns the finished job."""
+    job = core.load().Job(engine.model, engine.pool, n, lanes, stage=stage.native if stage else None, data=data,
+                          payload=payload, measure=measure)
+    steps = max(1, CHUNK_BYTES // lanes)
+    try:
+        while not job.done:
+            coded = job.run(steps)
+            if progress is not None:
+                progress(coded)
+    except core.load().DataError as e:
+        raise CorruptArchive(f"model-coded data is damaged ({e})") from None
+    return job
+
+
+def _record(stats: CodingStats | None, n: int, model_bits: float, mixed_bits: float | None) -> None:
     if stats is not None:
-        stats.model_bytes += len(data)
-        stats.model_bits += enc.bits
-        stats._last_bits = enc.bits
+        stats.model_bytes += n
+        stats.model_bits += model_bits
+        if mixed_bits is not None:
+            stats.mixed_bits += mixed_bits
+        stats._last_bits = model_bits if mixed_bits is None else mixed_bits
+
+
+def _row_probabilities(rows: np.ndarray) -> np.ndarray:
+    """The twin's integer rows as the categorical coder takes them: each over the row's sum, one
+    correctly rounded float64 division (exact operands), as the core does."""
+    return rows / rows.sum(axis=1, keepdims=True).astype(np.float64)
+
+
+def model_encode(engine: Engine, data: bytes, lanes: int, progress=None, stats: CodingStats | None = None) -> bytes:
+    if isinstance(engine, IntEngine):
+        job = _native(engine, len(data), lanes, None, progress, stats is not None, data=data)
+        _record(stats, len(data), job.coded_bits, None)
+        return job.result()
+    enc, bits = core.load().CategoricalEncoder(), 0.0
+
+    def code(rows: np.ndarray, symbols: np.ndarray) -> np.ndarray:
+        nonlocal bits
+        probs = rows if isinstance(engine, FloatEngine) else _row_probabilities(rows)
+        enc.encode(probs, symbols)
+        if stats is not None:
+            bits -= float(np.log2(probs[np.arange(len(symbols)), symbols]).sum())
+        return symbols
+
+    run_lanes(engine, code, len(data), lanes, data, progress)
+    _record(stats, len(data), bits, None)
     return enc.finish()
 
 
 def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=None) -> bytes:
-    return run_lanes(engine, Decoder(payload).code, n, lanes, None, progress)
+    if isinstance(engine, IntEngine):
+        return _native(engine, n, lanes, None, progress, payload=payload).result()
+    dec = core.load().CategoricalDecoder(payload)
+
+    def code(rows: np.ndarray, _) -> np.ndarray:
+        try:
+            return dec.decode(rows if isinstance(engine, FloatEngine) else _row_probabilities(rows))
+        except core.load().DataError as e:
+            raise CorruptArchive(f"model-coded data is damaged ({e})") from None
+
+    return run_lanes(engine, code, n, lanes, None, progress)
 
 
-def mixed_encode(engine: Engine, stage: AdaptiveStage, data: bytes, lanes: int, progress=None,
+def mixed_encode(engine: IntEngine | TwinEngine, stage: AdaptiveStage, data: bytes, lanes: int, progress=None,
                  stats: CodingStats | None = None) -> bytes:
     n = len(data)
+    if isinstance(engine, IntEngine):
+        job = _native(engine, n, lanes, stage, progress, stats is not None, data=data)
+        _record(stats, n, job.model_bits, job.coded_bits)
+        return job.result()
     enc = stage.encoder(lanes, -(-n // lanes), measure=stats is not None)
     nn_bits = 0.0
 
-    def code(freq: torch.Tensor, symbols: np.ndarray) -> np.ndarray:
+    def code(freq: np.ndarray, symbols: np.ndarray) -> np.ndarray:
         nonlocal nn_bits
-        sym = torch.from_numpy(symbols.astype(np.int64))
         if stats is not None:  # the model's own cross-entropy, beside the stage's
-            nn_bits -= float(torch.log2(freq.gather(1, sym[:, None]).double() / freq.sum(1, keepdim=True)).sum())
-        enc.code(freq, sym)
-        return symbols
+            f = freq.astype(np.float64)
+            nn_bits -= float(np.log2(f[np.arange(len(symbols)), symbols] / f.sum(axis=1)).sum())
+        return enc.code(freq, symbols)
 
-    run_lanes(engine, code, n, lanes, data, progress, integer=True)
+    run_lanes(engine, code, n, lanes, data, progress)
     payload = enc.finish()
-    if stats is not None:
-        stats.model_bytes += n
-        stats.model_bits += nn_bits
-        stats.mixed_bits += enc.bits
-        stats._last_bits = enc.bits
+    _record(stats, n, nn_bits, enc.bits)
     return payload
 
 
-def mixed_decode(engine: Engine, stage: AdaptiveStage, payload: bytes, n: int, lanes: int, progress=None) -> bytes:
+def mixed_decode(engine: IntEngine | TwinEngine, stage: AdaptiveStage, payload: bytes, n: int, lanes: int,
+                 progress=None) -> bytes:
+    if isinstance(engine, IntEngine):
+        return _native(engine, n, lanes, stage, progress, payload=payload).result()
     dec = stage.decoder(lanes, -(-n // lanes), payload)
-    return run_lanes(engine, lambda freq, _: dec.code(freq).numpy(), n, lanes, None, progress, integer=True)
+    return run_lanes(engine, lambda freq, _: dec.code(freq), n, lanes, None, progress)
 
 
 def effective_lanes(n: int, lanes: int, min_lane: int = LANE_FLOOR) -> int:

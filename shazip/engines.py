@@ -1,13 +1,14 @@
-"""Engines: what turns each lane's previous byte into a probability row, and the rules that
+"""Engines: what turns each lane's previous byte into the model's prediction, and the rules that
 say whether an archive's engine can be replayed here.
 
 An archive's header names its engine by id and version. Two exist:
 
-- `IntEngine` (id 1, "int8", the default) runs the integer-exact model of `quant.py`. Its rows
-  are the same integers on every machine, thread count, lane batch and backend, so its archives
-  decode anywhere. On the CPU the step runs compiled (`native.py`) when that builds, else in
-  plain torch; `backend()` says which, and both give the same integers.
-- `FloatEngine` (id 0, "float32") is the float model's own step: exact only on the machine and
+- int8 (id 1, the default) runs the integer-exact model (numerics.py). Its rows are the same
+  integers on every machine, thread count, lane batch, kernel path and device, so its archives
+  decode anywhere. It runs as `IntEngine` on the CPU (the native core: the block loop never
+  leaves C++, and torch is not imported) or as `TwinEngine` on a torch device (quant.IntModel:
+  a GPU, or the CPU for tests), whose rows go to the same stage and coders step by step.
+- float32 (id 0, `FloatEngine`) is the float model's own step: exact only on the machine and
   thread count that made the archive, whose thread count the header records. It is kept for
   evaluation and as an explicit, non-portable option.
 """
@@ -18,33 +19,21 @@ import math
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Iterator
 
 import numpy as np
-import torch
 
-from . import native
+from . import core
 from .errors import UnsupportedVersion, UsageError
 from .modelfile import LoadedModel
-from .quant import ENGINE_VERSION, IntModel, probabilities
+from .numerics import ENGINE_VERSION
+from .options import DEVICES
 
 MAX_THREADS = 255  # the header's field is one byte
 
 
-class Engine(Protocol):
-    engine_id: int
-    engine_version: int
-    threads: int  # recorded in the header: 0 when the output does not depend on it
-
-    def start(self, lanes: int) -> object: ...
-
-    def probs(self, state: object, prev: np.ndarray) -> tuple[object, np.ndarray]:
-        """prev: int64 [B] previous bytes -> (state, float64 [B, 256] probability rows)."""
-        ...
-
-
 class FloatEngine:
-    """The model's own float32 `step`, softmax in float64."""
+    """The model's own float32 `step`, softmax in float64 (torch)."""
 
     engine_id = 0
     engine_version = 1
@@ -58,15 +47,17 @@ class FloatEngine:
     def start(self, lanes: int) -> object:
         return self.model.init_ring(lanes)
 
-    @torch.no_grad()
     def probs(self, state, prev: np.ndarray):
-        state, logits = self.model.step(state, torch.from_numpy(prev))
+        """prev: int64 [B] previous bytes -> (state, float64 [B, 256] probability rows)."""
+        import torch
+        with torch.no_grad():
+            state, logits = self.model.step(state, torch.from_numpy(prev))
         return state, torch.softmax(logits.double(), dim=-1).numpy()
 
 
 class IntEngine:
-    """The integer-exact model (quant.py): the same rows on every machine. On the CPU it runs
-    the compiled step (native.py) when that builds, else quant.py's torch code: same integers."""
+    """The integer-exact model on the native core (CPU): `model` and `pool` are the core's, which
+    its block loop (`core.Job`) runs with. `kernels` picks a kernel path (tests compare them)."""
 
     engine_id = 1
     engine_version = ENGINE_VERSION
@@ -74,33 +65,63 @@ class IntEngine:
     description = "int8 (integer-exact, portable)"
     threads = 0  # the output does not depend on it
 
-    def __init__(self, loaded: LoadedModel, device: str = "cpu", use_native: bool = True) -> None:
-        self.model = IntModel(loaded.model, device, loaded.int8_rows)
-        if use_native and self.model.device.type == "cpu" and native.load() is not None:
-            self.model = native.NativeModel(self.model)
+    def __init__(self, loaded: LoadedModel, threads: int = 1, kernels: str = "auto") -> None:
+        self.model = core.model(loaded.int_weights(), kernels)
+        self.pool = core.load().ThreadPool(threads)
+
+
+class TwinEngine:
+    """The integer-exact model as torch code (quant.IntModel) on a torch device: the GPU engine.
+    Same integers as `IntEngine`, so the same archives; the stage and coders stay on the CPU."""
+
+    engine_id = IntEngine.engine_id
+    engine_version = IntEngine.engine_version
+    name = IntEngine.name
+    threads = 0
+
+    def __init__(self, loaded: LoadedModel, device: str) -> None:
+        from .quant import IntModel
+        self.model = IntModel(loaded.int_weights(), device)
 
     def start(self, lanes: int) -> object:
         return self.model.init_state(lanes)
 
-    @torch.no_grad()
     def step(self, state, prev: np.ndarray):
-        """prev: int64 [B] previous bytes -> (state, int64 [B, 256] frequencies, all >= 1)."""
-        return self.model.step(state, torch.from_numpy(prev).to(self.model.device))
+        """prev: int64 [B] previous bytes -> (state, int64 [B, 256] frequencies, all >= 1, on the CPU)."""
+        import torch
+        with torch.no_grad():
+            state, freq = self.model.step(state, torch.from_numpy(prev).to(self.model.device))
+        return state, freq.cpu().numpy()
 
-    def probs(self, state, prev: np.ndarray):
-        state, freq = self.step(state, prev)
-        return state, probabilities(freq)
 
-
-ENGINES: dict[str, type[IntEngine] | type[FloatEngine]] = {kind.name: kind for kind in (IntEngine, FloatEngine)}
+ENGINES = {kind.name: kind for kind in (IntEngine, FloatEngine)}
 BY_ID = {kind.engine_id: kind for kind in ENGINES.values()}
 
 
-def backend() -> str:
-    """Which implementation runs the int8 step on the CPU: "native" (compiled C++) or "torch"
-    with the reason the compiled one is not in use (like `zstandard.backend`). Builds the
-    native step on first use."""
-    return "native" if native.load() is not None else f"torch ({native.error()})"
+def int_engine(loaded: LoadedModel, device: str, threads: int) -> IntEngine | TwinEngine:
+    """The int8 engine on `device` ("cpu", "cuda" or "auto": CUDA where torch sees a GPU)."""
+    return IntEngine(loaded, threads) if resolve_device(device) == "cpu" else TwinEngine(loaded, "cuda")
+
+
+def resolve_device(device: str) -> str:
+    """"cpu" or "cuda". "auto" looks for a GPU without importing torch where there can be none
+    (no torch installed, or no NVIDIA driver), so the CPU path stays free of torch."""
+    if device not in DEVICES:
+        raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
+    if device == "cpu":
+        return "cpu"
+    import importlib.util
+    has_torch = importlib.util.find_spec("torch") is not None
+    if device == "auto" and not (has_torch and Path("/proc/driver/nvidia").exists()):
+        return "cpu"
+    if not has_torch:
+        raise UsageError("the CUDA engine needs torch with CUDA: pip install 'shazip[gpu]' (see README)")
+    import torch
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "auto":
+        return "cpu"
+    raise UsageError("no CUDA device is available to torch (device 'cuda'); use --device cpu or auto")
 
 
 def engine_for(engine_id: int, version: int) -> type[IntEngine] | type[FloatEngine]:
@@ -156,7 +177,9 @@ def check_replayable(kind: type[IntEngine] | type[FloatEngine], threads: int) ->
 
 @contextmanager
 def torch_threads(n: int | None) -> Iterator[None]:
-    """torch's thread count is process-wide: set it for one call, then put it back."""
+    """torch's thread count is process-wide: set it for one call, then put it back. Only the
+    torch engines (float32, the twin) use it: it imports torch."""
+    import torch
     old = torch.get_num_threads()
     if n:
         torch.set_num_threads(n)

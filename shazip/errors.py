@@ -41,7 +41,11 @@ class ModelError(ShazipError):
 
 
 class ContractError(ShazipError):
-    """The compiled step was built with other constants than quant.py states (never run)."""
+    """The native core was built with other constants than numerics.py states (never run)."""
+
+
+class CoreUnavailable(ShazipError):
+    """The native core (shazip._core) is missing, damaged or from another version."""
 
 
 class OutputExists(ShazipError):

@@ -33,67 +33,13 @@ has no positional term and is therefore invariant to the order of its keys.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-VOCAB = 256  # every byte value is a symbol, seen in training or not
-
-
-@dataclass(frozen=True)
-class Config:
-    """Model shape and regularization. `attn_layer` is a block index (negative counts from the end)."""
-
-    d_model: int = 256
-    n_layers: int = 2
-    d_boom: int = 1024
-    mem_len: int = 512
-    attn_layer: int = -2
-    dropout: float = 0.0  # on LSTM/attention/Boom outputs and before the softmax
-    dropout_in: float = 0.0  # on the embedding
-    collapsed_vs: bool = False  # True once the over-parameterized value gate is a constant
-
-    def __post_init__(self) -> None:
-        if self.d_model <= 0 or self.n_layers <= 0 or self.mem_len <= 0:
-            raise ValueError("d_model, n_layers and mem_len must be positive")
-        if self.d_boom % self.d_model:
-            raise ValueError("d_boom must be a multiple of d_model (Boom sums d_boom/d_model chunks)")
-        if not -self.n_layers <= self.attn_layer < self.n_layers:
-            raise ValueError(f"attn_layer {self.attn_layer} out of range for {self.n_layers} layers")
-
-    @property
-    def attn_index(self) -> int:
-        return self.attn_layer % self.n_layers
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Config":
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown config fields: {sorted(unknown)}")
-        return cls(**d)
-
-
-# `small` trades depth for speed on a 2-core CPU; dropout is off for presets trained for
-# less than one epoch (no text is seen twice, so there is nothing to overfit). `paper` is the
-# enwik8 model of the paper (4 x 1024, Boom 4096, memory 5000, dropout 0.1).
-PRESETS: dict[str, Config] = {
-    "tiny": Config(d_model=32, n_layers=2, d_boom=128, mem_len=24),
-    "small": Config(d_model=256, n_layers=2, d_boom=1024, mem_len=512),
-    "paper": Config(d_model=1024, n_layers=4, d_boom=4096, mem_len=5000, dropout=0.1, dropout_in=0.1),
-}
-
-
-def get_config(name: str, **overrides) -> Config:
-    if name not in PRESETS:
-        raise ValueError(f"unknown config '{name}' (choose {', '.join(PRESETS)})")
-    return replace(PRESETS[name], **overrides)
-
+from .config import VOCAB, Config
 
 @dataclass
 class State:

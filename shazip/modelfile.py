@@ -21,12 +21,17 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-from safetensors.torch import load as st_load
-from safetensors.torch import save as st_save
+from typing import TYPE_CHECKING
 
+import numpy as np
+from safetensors.numpy import load as st_load
+
+from .config import Config, tensor_shapes
 from .errors import ModelError
-from .model import SHARNN, Config
+
+if TYPE_CHECKING:
+    from .model import SHARNN
+    from .numerics import IntWeights
 
 FORMAT = "shazip-model/1"
 BUNDLED_DIR = Path(__file__).parent / "models"
@@ -35,23 +40,55 @@ MAX_HEADER = 1 << 20  # a safetensors JSON header larger than this is not ours
 
 @dataclass
 class LoadedModel:
+    """A model file's weights, checked against its config; numpy only. The integer engine's
+    constants (`int_weights`) and the torch model (`model`, for training and the float engine)
+    are made from them on first use."""
+
     name: str
     model_id: bytes  # sha256 of the file
-    model: SHARNN
+    cfg: Config
+    params: dict[str, np.ndarray]  # float32 weights by state-dict name, as the float model holds them
     info: dict = field(default_factory=dict)  # free-form figures recorded at export
     path: Path | None = None
     # int8 files: each stored matrix as (int8 q [N, K], float32 scale [N]), for the integer engine
-    int8_rows: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    int8_rows: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    _made: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def id_hex(self) -> str:
         return self.model_id.hex()
+
+    @property
+    def num_params(self) -> int:
+        return sum(v.size for v in self.params.values())
+
+    def int_weights(self) -> IntWeights:
+        """The integer model's constants (numerics.py), derived once."""
+        if "int" not in self._made:
+            from .numerics import int_weights
+            self._made["int"] = int_weights(self.cfg, self.params, self.int8_rows)
+        return self._made["int"]
+
+    @property
+    def model(self) -> SHARNN:
+        """The torch model of these weights (imports torch), built once, in eval mode."""
+        if "torch" not in self._made:
+            import torch
+
+            from .model import SHARNN
+            with torch.device("meta"):
+                model = SHARNN(self.cfg)
+            model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in self.params.items()}, strict=True,
+                                  assign=True)
+            self._made["torch"] = model.eval()
+        return self._made["torch"]
 
 
 def save_model(model: SHARNN, path: str | Path, name: str, info: dict | None = None, int8: bool = False) -> str:
     """Export: collapse the value gate, write weights atomically, return the sha256 hex id.
     `int8`: the matrices the engine quantizes (all but the embedding, which also feeds the
     first LayerNorm at 15 bits) are stored as int8 rows + float32 scales."""
+    from safetensors.torch import save as st_save
     model.collapse_vs()
     meta = {"format": FORMAT, "name": name, "config": json.dumps(model.cfg.to_dict()),
             "info": json.dumps(info or {}), "weights": "int8" if int8 else "float32"}
@@ -65,19 +102,21 @@ def save_model(model: SHARNN, path: str | Path, name: str, info: dict | None = N
     return hashlib.sha256(blob).hexdigest()
 
 
-def _int8_names(tensors: dict[str, torch.Tensor]) -> list[str]:
+def _int8_names(tensors: dict) -> list[str]:
     return [k for k, v in tensors.items() if v.dim() == 2 and k != "embed.weight"]
 
 
-def _pack_int8(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    from .quant import quantize_weight
+def _pack_int8(tensors: dict) -> dict:
+    import torch
+
+    from .numerics import quantize_weight
     out = dict(tensors)
     for k in _int8_names(tensors):
         w = tensors[k].double()
         scale = (w.abs().amax(dim=1) / 127).float()
         scale[scale == 0] = 1.0
         q = torch.clamp(torch.round(w / scale.double()[:, None]), -127, 127).to(torch.int8)
-        back = quantize_weight(q.float() * scale[:, None])[0]
+        back = quantize_weight((q.float() * scale[:, None]).numpy())[0]
         if not (back == q.numpy()).all():  # cannot happen for finite weights: |q| <= 127 re-rounds to itself
             raise ModelError(f"int8 export of {k} would not load back to the same integers")
         del out[k]
@@ -85,18 +124,18 @@ def _pack_int8(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
-def _unpack_int8(tensors: dict[str, torch.Tensor], where: str):
-    """(float tensors for the model, {name: (int8 q, float32 scale)} of the int8 matrices)."""
+def _unpack_int8(tensors: dict[str, np.ndarray], where: str):
+    """(float32 weights for the model, {name: (int8 q, float32 scale)} of the int8 matrices)."""
     out, rows = {}, {}
     for k, v in tensors.items():
         if k.endswith(".scale") and f"{k[:-6]}.q8" in tensors:
             continue
         if k.endswith(".q8"):
             base, scale = k[:-3], tensors.get(f"{k[:-3]}.scale")
-            if (v.dtype != torch.int8 or v.dim() != 2 or scale is None or scale.dtype != torch.float32
+            if (v.dtype != np.int8 or v.ndim != 2 or scale is None or scale.dtype != np.float32
                     or tuple(scale.shape) != (v.shape[0],)):
                 raise ModelError(f"{where}: invalid model file (bad int8 tensor {base})")
-            out[base] = v.float() * scale[:, None]
+            out[base] = v.astype(np.float32) * scale[:, None]  # one float32 product each, as torch's
             rows[base] = (v, scale)
         else:
             out[k] = v
@@ -130,24 +169,22 @@ def model_from_bytes(blob: bytes, where: str, path: Path | None = None) -> Loade
         cfg = Config.from_dict(json.loads(meta["config"]))
         info = json.loads(meta.get("info", "{}"))
         tensors, int8_rows = _unpack_int8(st_load(blob), where)
-        with torch.device("meta"):  # shapes only: a hostile config cannot make us allocate
-            model = SHARNN(cfg)
-        expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+        expected = tensor_shapes(cfg)
         got = {k: tuple(v.shape) for k, v in tensors.items()}
         if got != expected:
             wrong = sorted(set(got) ^ set(expected)) or [k for k in expected if got[k] != expected[k]]
             raise ModelError(f"{where}: invalid model file (tensors do not match its config: {wrong[0]})")
-        if not all(bool(torch.isfinite(v).all()) for v in tensors.values()):
+        if any(v.dtype != np.float32 for v in tensors.values()):
+            raise ModelError(f"{where}: invalid model file (weights that are not float32)")
+        if not all(bool(np.isfinite(v).all()) for v in tensors.values()):
             raise ModelError(f"{where}: invalid model file (weights that are not finite numbers)")
-        model.load_state_dict(tensors, strict=True, assign=True)  # the file's tensors replace the meta ones
     except ModelError:
         raise
     except Exception as e:  # shapes, missing tensors, bad JSON: all mean "not a valid model"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelError(f"{where}: invalid model file ({first})") from None
-    model.eval()
-    return LoadedModel(meta.get("name", path.stem if path else "model"), hashlib.sha256(blob).digest(), model, info,
-                       path, int8_rows)
+    return LoadedModel(meta.get("name", path.stem if path else "model"), hashlib.sha256(blob).digest(), cfg, tensors,
+                       info, path, int8_rows)
 
 
 def bundled_index() -> dict[str, dict]:
@@ -174,7 +211,7 @@ def bundle_model(src: str | Path, name: str | None = None, bench: dict | None = 
     _write_atomic(BUNDLED_DIR / f"{name}.safetensors", blob)
     idx = bundled_index()
     idx[name] = {"name": name, "file": f"{name}.safetensors", "sha256": hashlib.sha256(blob).hexdigest(),
-                 "bytes": len(blob), "params": loaded.model.num_params(), "figures": figures}
+                 "bytes": len(blob), "params": loaded.num_params, "figures": figures}
     _write_atomic(BUNDLED_DIR / "index.json", (json.dumps(idx, indent=2, sort_keys=True) + "\n").encode())
     return idx[name]
 

@@ -7,3 +7,4 @@ LANES_HELP = ("Parallel lanes per block: more are faster, each starts the model 
 DEFAULT_BLOCK_SIZE = 2 << 20
 ADAPT_CHOICES = ("cm", "none")  # the adaptive stage, on by default; none: the model alone
 ENGINE_CHOICES = ("int8", "float32")  # engines.ENGINES, by name
+DEVICES = ("cpu", "cuda", "auto")  # where the int8 engine runs (engines.resolve_device)

@@ -12,7 +12,8 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `import shazip` does: before torch starts OpenMP
 import torch  # noqa: E402
 
-from shazip.model import SHARNN, get_config
+from shazip.config import get_config
+from shazip.model import SHARNN
 from shazip.modelfile import load_model, save_model
 
 DATA = Path(__file__).parent / "data"

@@ -231,7 +231,7 @@ def test_reusable_compressor_loads_once(trained, text, monkeypatch):
     c = shazip.Compressor(trained, lanes=2)
     first = c.compress(text[:2000])
     import shazip.engines as engines
-    monkeypatch.setattr(engines.IntModel, "__init__", lambda *a, **k: pytest.fail("the engine was built again"))
+    monkeypatch.setattr(engines.IntEngine, "__init__", lambda *a, **k: pytest.fail("the engine was built again"))
     assert c.compress(text[:2000]) == first  # a fresh adaptive stage per archive, the same engine
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from shazip.model import PRESETS, SHARNN, Config, get_config
+from shazip.config import PRESETS, Config, get_config
+from shazip.model import SHARNN
 
 
 def _randomized(cfg: Config, seed: int = 0) -> SHARNN:

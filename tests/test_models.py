@@ -108,7 +108,7 @@ def test_int8_export_is_smaller_and_gives_the_engine_the_same_integers(tmp_path,
     # The engine from the int8 file's own integers equals the one from its weights expanded to
     # float32 and quantized again (so archives made either way are the same), and its int8
     # weights are the float file's.
-    a, b = quant.IntModel(f.model), quant.IntModel(q.model, int8_rows=q.int8_rows)
+    a, b = quant.IntModel(f.model), quant.IntModel(q.int_weights())
     c = quant.IntModel(q.model)
     for ba, bb, bc in zip(a.blocks, b.blocks, c.blocks):
         for name in ("lstm", "boom", "q"):

@@ -18,12 +18,13 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
 import shazip
-from shazip import quant
+from shazip import numerics, quant
 from shazip.codec import model_encode
-from shazip.engines import IntEngine
+from shazip.engines import IntEngine, TwinEngine
 from shazip.container import ArchiveReader, Method
 from shazip.errors import ModelError
-from shazip.model import SHARNN, get_config
+from shazip.config import get_config
+from shazip.model import SHARNN
 from shazip.modelfile import load_model
 
 from shazip.testing import lanes_of, run, run_with_threads
@@ -77,17 +78,18 @@ def test_encoder_and_decoder_see_the_same_rows(trained, text):
     data = text[:3000]
     seen = {"enc": [], "dec": []}
 
-    class Recording(IntEngine):
-        def probs(self, state, prev):
-            state, p = super().probs(state, prev)
+    class Recording(TwinEngine):
+        def step(self, state, prev):
+            state, p = super().step(state, prev)
             seen[self.side].append(p.copy())
             return state, p
 
-    enc = Recording(trained)
+    enc = Recording(trained, "cpu")
     enc.side = "enc"
     payload = model_encode(enc, data, 4)
+    assert payload == model_encode(IntEngine(trained), data, 4)  # the twin's archive is the core's
     from shazip.codec import model_decode
-    dec = Recording(trained)
+    dec = Recording(trained, "cpu")
     dec.side = "dec"
     assert model_decode(dec, payload, len(data), 4) == data
     assert len(seen["enc"]) == len(seen["dec"]) > 0
@@ -104,7 +106,7 @@ def test_archives_identical_across_thread_counts(trained, text):
 def test_golden_archive(trained, text):
     """An archive made when this engine version was fixed: it must decode, and compressing the
     same input must give the same bytes, on every machine. If the arithmetic changes on purpose,
-    bump quant.ENGINE_VERSION and regenerate (see tests/data/README.md)."""
+    bump numerics.ENGINE_VERSION and regenerate (see tests/data/README.md)."""
     golden = (DATA / "golden-int8.shz").read_bytes()
     data = text[:4000]
     assert shazip.decompress(golden, model=trained) == data
@@ -150,10 +152,11 @@ def test_layernorm_matches_float(seed, spread):
         ln.weight.copy_(torch.rand(64, generator=g) * 3)
         ln.bias.copy_(torch.randn(64, generator=g))
     x = torch.randn(8, 64, generator=g, dtype=torch.float64) * spread
-    xi = torch.round(x * quant.ONE).to(torch.int64)
-    got = quant.QNorm.build(ln, "test")(xi).double() / quant.ONE
-    want = F.layer_norm(xi.double() / quant.ONE, (64,), ln.weight.double(), ln.bias.double(), 1e-12)
-    assert (got - want).abs().max() < 3 / quant.ONE
+    xi = torch.round(x * numerics.ONE).to(torch.int64)
+    norm = numerics.Norm.build(ln.weight.detach().numpy(), ln.bias.detach().numpy(), "test")
+    got = quant.QNorm.of(norm, "cpu")(xi).double() / numerics.ONE
+    want = F.layer_norm(xi.double() / numerics.ONE, (64,), ln.weight.double(), ln.bias.double(), 1e-12)
+    assert (got - want).abs().max() < 3 / numerics.ONE
 
 
 @settings(max_examples=50, deadline=None)
@@ -164,34 +167,34 @@ def test_qlinear_matches_float(seed):
     g = torch.Generator().manual_seed(seed)
     w, b = torch.randn(48, 32, generator=g), torch.randn(48, generator=g)
     x = torch.randn(5, 32, generator=g) * 3
-    xi = torch.round(x.double() * quant.ONE).to(torch.int64)
-    lin = quant.QLinear.build([(w, 1 / quant.ONE, quant.R_MAX, None)], b, "test")
-    got = lin([quant.quantize_rows(xi)]).double() / quant.ONE
-    want = xi.double() / quant.ONE @ w.double().T + b.double()
+    xi = torch.round(x.double() * numerics.ONE).to(torch.int64)
+    lin = quant.QLinear.of(numerics.Linear.build([(w.numpy(), 1 / numerics.ONE, numerics.R_MAX, None)], b.numpy(), "test"), "cpu")
+    got = lin([quant.quantize_rows(xi)]).double() / numerics.ONE
+    want = xi.double() / numerics.ONE @ w.double().T + b.double()
     bound = (w.abs().sum(1)[None] * x.abs().amax(1, keepdim=True) / 127).double()
     assert ((got - want).abs() <= bound + 1e-3).all()
 
 
 def test_lookup_tables_match_functions():
     def table(name: str) -> torch.Tensor:
-        return torch.from_numpy(quant._table(name)).double()
+        return torch.from_numpy(numerics.table(name)).double()
 
-    xs = torch.arange(-quant.LUT_RANGE * quant.ONE, quant.LUT_RANGE * quant.ONE + 1).double() / quant.ONE
-    q15 = float(1 << quant.GATE_FRAC)
+    xs = torch.arange(-numerics.LUT_RANGE * numerics.ONE, numerics.LUT_RANGE * numerics.ONE + 1).double() / numerics.ONE
+    q15 = float(1 << numerics.GATE_FRAC)
     assert (table("sigmoid") / q15 - torch.sigmoid(xs)).abs().max() <= 0.5 / q15 + 1e-12
     assert (table("tanh") / q15 - torch.tanh(xs)).abs().max() <= 0.5 / q15 + 1e-12
     gelu = F.gelu(xs, approximate="tanh")
-    assert (table("gelu") / quant.ONE - gelu).abs().max() <= 0.5 / quant.ONE + 1e-12
-    e = torch.arange(quant.EXP_OUT_RANGE * quant.ONE + 1).double() / quant.ONE
-    assert (table("exp_out") / 2.0 ** quant.EXP_OUT_FRAC - torch.exp(-e)).abs().max() \
-        <= 0.5 / 2 ** quant.EXP_OUT_FRAC + 1e-15
+    assert (table("gelu") / numerics.ONE - gelu).abs().max() <= 0.5 / numerics.ONE + 1e-12
+    e = torch.arange(numerics.EXP_OUT_RANGE * numerics.ONE + 1).double() / numerics.ONE
+    assert (table("exp_out") / 2.0 ** numerics.EXP_OUT_FRAC - torch.exp(-e)).abs().max() \
+        <= 0.5 / 2 ** numerics.EXP_OUT_FRAC + 1e-15
 
 
 def test_quantize_rows_bounds():
-    y = torch.tensor([[0, 0, 0], [5, -10, 3], [-(quant.R_MAX), 1, quant.R_MAX]])
+    y = torch.tensor([[0, 0, 0], [5, -10, 3], [-(numerics.R_MAX), 1, numerics.R_MAX]])
     q, e = quant.quantize_rows(y)
     assert q.dtype == torch.int8 and q.abs().max() <= 127
-    assert e[:, 0].tolist() == [1, 10, quant.R_MAX]
+    assert e[:, 0].tolist() == [1, 10, numerics.R_MAX]
     assert q[1].tolist() == [round(127 * 5 / 10 + 1e-9), -127, round(127 * 3 / 10)]
 
 

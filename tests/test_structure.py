@@ -15,18 +15,33 @@ PACKAGE = Path(shazip.__file__).parent
 TOOLS = ("shazip.train", "shazip.bench", "shazip.testing")
 
 
-def imported_by_decompress(archive: Path, model: Path) -> set[str]:
-    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "shazip", "decompress", str(archive), "-c",
-                        "-q", "--model", str(model)], capture_output=True, text=True, check=True)
+def imported_by(*args: str) -> set[str]:
+    """The modules a `python -m shazip ARGS` run imports (python -X importtime)."""
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "shazip", *args], capture_output=True, text=True,
+                       check=True)
     return {ln.rsplit("|", 1)[1].strip() for ln in p.stderr.splitlines() if ln.startswith("import time:")}
 
 
 def test_decompress_imports_no_tools(tmp_path, trained, text):
     arc = tmp_path / "a.shz"
     arc.write_bytes(shazip.compress(text[:2000], model=trained, lanes=2, methods=frozenset({Method.MODEL}), adapt="none"))
-    mods = imported_by_decompress(arc, trained.path)
-    assert {"shazip.codec", "shazip.engines", "shazip.quant", "shazip.rangecoder"} <= mods  # it did decode
+    mods = imported_by("decompress", str(arc), "-c", "-q", "--model", str(trained.path))
+    assert {"shazip.codec", "shazip.engines", "shazip.core"} <= mods  # it did decode
     assert not [m for m in mods if m.startswith(TOOLS)], sorted(m for m in mods if m.startswith("shazip"))
+
+
+def test_cpu_path_imports_no_torch(tmp_path, trained, text):
+    """Compressing (the default: the adaptive stage), -d, -t and -l on the CPU run on the native
+    core alone: torch is never imported (it costs a second and 200 MB at every start)."""
+    src = tmp_path / "t.txt"
+    src.write_bytes(text[:5000])
+    model = ["--model", str(trained.path)]
+    runs = {"compress": ["-q", "-f", *model, str(src)], "-d": ["-d", "-c", "-q", *model, f"{src}.shz"],
+            "-t": ["-t", "-q", *model, f"{src}.shz"], "-l": ["-l", f"{src}.shz"]}
+    for what, args in runs.items():
+        mods = imported_by(*args)
+        assert "shazip.core" in mods or what == "-l", what  # the model ran (-l reads headers only)
+        assert not {m for m in mods if m == "torch" or m.startswith("torch.")}, what
 
 
 def _imports(path: Path) -> set[str]:

@@ -203,10 +203,8 @@ def run_baseline(b: Baseline, src: Path, work: Path, n: int) -> Row | None:
 def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: int, adapt: str = "cm") -> Row:
     """shazip compress (through the API, in its own process, to collect the cross-entropy)
     and `shazip decompress` (the command line), each timed end to end."""
-    from .. import native
     from ..modelfile import load_model
     loaded = load_model(model)
-    native.load()  # a first use builds the native step (once per machine): not part of the timing
     arc, back, stats = work / "shazip.shz", work / "shazip.back", work / "shazip.stats.json"
     c = _measure([sys.executable, "-m", "shazip.bench", "_shazip", str(src), str(arc), str(stats),
                   model, str(lanes), str(threads), adapt])
@@ -251,9 +249,11 @@ def _zip(files: dict[str, bytes]) -> bytes:
 
 
 def package_source() -> dict[str, bytes]:
-    """Every source file of the shazip package (Python and C++), by path inside it."""
+    """Every source file of the shazip package (Python, and the native core's C++ in csrc/)."""
     root = Path(__file__).parent.parent
-    return {f"shazip/{p.relative_to(root)}": p.read_bytes() for p in sorted(root.rglob("*.py")) + sorted(root.rglob("*.cpp"))}
+    csrc = root.parent / "csrc"
+    return ({f"shazip/{p.relative_to(root)}": p.read_bytes() for p in sorted(root.rglob("*.py"))}
+            | {f"csrc/{p.relative_to(csrc)}": p.read_bytes() for p in sorted(csrc.rglob("*")) if p.is_file()})
 
 
 def decoder_modules(archive: Path, model: str) -> list[str]:
@@ -268,16 +268,20 @@ def decoder_modules(archive: Path, model: str) -> list[str]:
 
 
 def decoder_source(modules: list[str]) -> dict[str, bytes]:
-    """The source of those modules, with the C++ of any compiled step they build: the code part
-    of a decompressor. Bundled models are counted apart, as the model file."""
+    """The source of those modules, the native core's C++ (csrc/) for `shazip._core`: the code
+    part of a decompressor. Bundled models are counted apart, as the model file."""
     root = Path(__file__).parent.parent
     files = {}
     for name in modules:
+        if name == "shazip._core":
+            csrc = root.parent / "csrc"
+            if not csrc.is_dir():
+                raise ShazipError("the native core's sources (csrc/) are not beside this install: run the benchmark "
+                                  "from a source checkout")
+            files |= {f"csrc/{f.relative_to(csrc)}": f.read_bytes() for f in sorted(csrc.rglob("*")) if f.is_file()}
+            continue
         path = Path(importlib.util.find_spec(name).origin)
         files[f"shazip/{path.relative_to(root)}"] = path.read_bytes()
-        cpp = path.with_suffix(".cpp")
-        if cpp.exists():
-            files[f"shazip/{cpp.relative_to(root)}"] = cpp.read_bytes()
     return files
 
 
@@ -287,7 +291,7 @@ def _version() -> str:
 
 
 def machine() -> dict:
-    import torch
+    from .. import core
     cpu = platform.processor()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -297,7 +301,7 @@ def machine() -> dict:
     except OSError:
         pass
     return {"platform": platform.platform(), "cpu": cpu, "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "torch": torch.__version__, "shazip": _version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "kernels": core.kernels(), "shazip": _version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
 def select_input(data: Path, split: str, limit: int | None, work: Path) -> tuple[Path, int]:
@@ -331,7 +335,7 @@ def markdown(result: dict) -> str:
     rows = result["rows"]
     xz = next((r for r in rows if r["compressor"] == "xz"), None)
     lines = [f"Input: {result['input']['path']} ({result['input']['split']}, {result['input']['bytes']:,} bytes); "
-             f"{result['machine']['cpu']}, {result['machine']['cpu_count']} CPUs, torch {result['machine']['torch']}",
+             f"{result['machine']['cpu']}, {result['machine']['cpu_count']} CPUs, kernels {result['machine'].get('kernels', '?')}",
              "",
              "| compressor | level | bytes | bits/byte | vs xz | compress KB/s | decompress KB/s | peak RSS MB (c/d) | round trip | implementation |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]

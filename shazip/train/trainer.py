@@ -36,7 +36,8 @@ import torch.nn.functional as F
 
 from .data import ByteStreams, Corpus
 from ..errors import ShazipError, UsageError
-from ..model import PRESETS, SHARNN, State, get_config
+from ..config import PRESETS, get_config
+from ..model import SHARNN, State
 from ..modelfile import load_model, save_model
 from .optim import make_optimizer
 

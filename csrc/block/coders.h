@@ -1,0 +1,81 @@
+// The symbol coders a block job can drive: the adaptive stage (MIXED blocks) and the
+// categorical range coder on the model's own rows (MODEL blocks).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "block/job.h"
+#include "coder/categorical.h"
+#include "stage/block_coder.h"
+
+namespace shazip::block {
+
+class StageEncode : public SymbolCoder {
+ public:
+  StageEncode(std::shared_ptr<stage::Stage> st, i64 lanes, i64 span, bool measure) : enc_(std::move(st), lanes, span, measure) {}
+  void code(const i64* freq, u8* sym, i64 k) override { enc_.code(freq, sym, k); }
+  std::string finish() override { return enc_.finish(); }
+  double bits() const override { return enc_.bits(); }
+
+ private:
+  stage::Encoder enc_;
+};
+
+class StageDecode : public SymbolCoder {
+ public:
+  StageDecode(std::shared_ptr<stage::Stage> st, i64 lanes, i64 span, std::string payload)
+      : dec_(std::move(st), lanes, span, std::move(payload)) {}
+  void code(const i64* freq, u8* sym, i64 k) override { dec_.code(freq, sym, k); }
+
+ private:
+  stage::Decoder dec_;
+};
+
+// The model's rows as the categorical coder takes them: each integer frequency over the row's
+// sum, one correctly rounded float64 division (exact operands: sums stay below 2**53).
+inline void probabilities(const i64* f, double* p) {
+  i64 sum = 0;
+  for (int j = 0; j < 256; ++j) sum += f[j];
+  for (int j = 0; j < 256; ++j) p[j] = double(f[j]) / double(sum);
+}
+
+class CategoricalEncode : public SymbolCoder {
+ public:
+  explicit CategoricalEncode(bool measure) : measure_(measure) {}
+  void code(const i64* freq, u8* sym, i64 k) override {
+    double p[256];
+    for (i64 b = 0; b < k; ++b) {
+      probabilities(freq + b * 256, p);
+      enc_.encode(p, sym[b]);
+      if (measure_) bits_ -= std::log2(p[sym[b]]);
+    }
+  }
+  std::string finish() override { return enc_.finish(); }
+  double bits() const override { return bits_; }
+
+ private:
+  coder::CategoricalEncoder enc_;
+  bool measure_;
+  double bits_ = 0.0;
+};
+
+class CategoricalDecode : public SymbolCoder {
+ public:
+  explicit CategoricalDecode(const std::string& payload)
+      : payload_(payload), dec_(reinterpret_cast<const u8*>(payload_.data()), payload_.size()) {}
+  void code(const i64* freq, u8* sym, i64 k) override {
+    double p[256];
+    for (i64 b = 0; b < k; ++b) {
+      probabilities(freq + b * 256, p);
+      sym[b] = u8(dec_.decode(p));
+    }
+  }
+
+ private:
+  std::string payload_;
+  coder::CategoricalDecoder dec_;
+};
+
+}  // namespace shazip::block

@@ -1,0 +1,61 @@
+// The block loop: one block coded by the int8 model and a symbol coder, every lane, every step.
+//
+// A block of n bytes is cut into `lanes` contiguous slices of span = ceil(n / lanes) bytes (the
+// last ones shorter, possibly empty). The lanes run in lockstep: at step t the model turns each
+// active lane's previous byte into 256 frequencies, and the symbol coder codes byte t of every
+// lane that still has one (a prefix of the lanes). Encoder and decoder run this same loop and
+// differ only in the symbol coder, so both see the same rows by construction.
+//
+// Python runs a job a chunk of steps at a time (`run`), with the GIL released, so progress bars
+// and Ctrl-C keep working between chunks.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "model/model.h"
+#include "threads.h"
+
+namespace shazip::block {
+
+constexpr u8 BOS = 0;  // the "previous byte" fed to every lane at its start
+
+// Codes one step's symbols of the k active lanes: an encoder reads sym, a decoder writes it.
+class SymbolCoder {
+ public:
+  virtual ~SymbolCoder() = default;
+  virtual void code(const i64* freq, u8* sym, i64 k) = 0;
+  virtual std::string finish() { return {}; }  // an encoder's payload
+  virtual double bits() const { return 0.0; }  // the ideal code length of what was coded, if measured
+};
+
+class Job {
+ public:
+  // data: the block's bytes (encoding) or nullptr (decoding, n bytes to produce)
+  Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool, std::unique_ptr<SymbolCoder> coder,
+      i64 n, i64 lanes, const u8* data, bool measure);
+  // Runs at most `steps` steps; returns the bytes coded by them (all lanes together).
+  i64 run(i64 steps);
+  bool done() const { return t_ >= span_; }
+  // The encoder's payload, or the decoder's bytes; once done.
+  std::string result();
+  // -log2 of the model's own probability of every coded byte (if measured), and the coder's
+  double model_bits() const { return model_bits_; }
+  double coded_bits() const { return coder_->bits(); }
+
+ private:
+  std::shared_ptr<const model::Model> model_;
+  std::shared_ptr<ThreadPool> pool_;
+  std::unique_ptr<SymbolCoder> coder_;
+  std::unique_ptr<model::State> state_;
+  i64 n_, lanes_, span_, t_ = 0, active_;
+  bool encoding_, measure_;
+  std::vector<u8> grid_;   // lane-major: lane b's bytes at [b * span, (b + 1) * span)
+  std::vector<u8> prev_, sym_;
+  std::vector<i64> freq_;
+  double model_bits_ = 0.0;
+};
+
+}  // namespace shazip::block

@@ -1,0 +1,344 @@
+// The AVX2 kernel path (x86-64-v3: AVX2, FMA, BMI2), chosen at run time where the CPU has them.
+//
+// Compiled for those instructions by the target pragma below, not by a command-line flag, so
+// the rest of the module stays baseline x86-64. Everything here has internal linkage in its own
+// namespace and calls no library template (see kernels.h: a template instantiated here could
+// be picked by the linker for the whole module and crash an older CPU).
+//
+// Exactness: the int8 products are summed with vpmaddwd on int16-widened operands (pairs of
+// int8 products, exact in int32 for any int8 values), never vpmaddubsw on raw values (it
+// saturates at int16). The attention dots, whose operands are quantized rows (|v| <= 127), use
+// vpmaddubsw on |q| and sign(k, q): a pair of products is at most 2 * 127 * 127 = 32258 < 2**15,
+// so it cannot saturate. Everything else is generic.h's integer code, vectorized by the compiler.
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,bmi,bmi2,popcnt"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,bmi,bmi2,popcnt")
+#endif
+
+namespace shazip::kernels::avx2 {
+namespace {
+
+static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __restrict out, i64 n) {
+  i64 j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256i ix = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + j));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm256_i32gather_epi32(t, ix, 4));
+  }
+  for (; j < n; ++j) out[j] = t[idx[j]];
+}
+
+#include "kernels/generic.h"
+
+// ---- GEMM. Weights are packed as int16 in panels of 16 columns: for each pair of rows k
+// (2kk, 2kk + 1) of w, 16 columns x 2 values, so one 256-bit load holds 8 columns' pairs and
+// vpmaddwd with a broadcast pair (a[2kk], a[2kk + 1]) gives 8 columns' partial sums. K is
+// padded to even and N to 16 with zeros. Tiles: 2 rows x 32 columns (8 accumulators, 4 weight
+// vectors), then 1 x 32, 4 x 16 and 1 x 16 for what is left. (Named accumulators: GCC 12
+// keeps arrays of them in registers less well, and ran the same loop at 60% of this speed.)
+constexpr i64 PANEL = 16;
+
+static inline i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
+
+static i64 packed_bytes(i64 K, i64 N) { return round_up(K, 2) * round_up(N, PANEL) * 2; }
+
+static void pack(const i8* w, i64 K, i64 N, u8* out) {
+  const i64 KK = round_up(K, 2) / 2, panels = round_up(N, PANEL) / PANEL;
+  int16_t* o = reinterpret_cast<int16_t*>(out);
+  for (i64 p = 0; p < panels; ++p)
+    for (i64 kk = 0; kk < KK; ++kk)
+      for (i64 c = 0; c < PANEL; ++c)
+        for (i64 t = 0; t < 2; ++t) {
+          const i64 k = 2 * kk + t, n = p * PANEL + c;
+          o[((p * KK + kk) * PANEL + c) * 2 + t] = (k < K && n < N) ? w[k * N + n] : 0;
+        }
+}
+
+// the rows of a as int32 words of int16 pairs (a[2kk], a[2kk + 1]): rows x KK words
+static i64 gemm_scratch_bytes(i64 rows, i64 K) { return rows * (round_up(K, 2) / 2) * 4; }
+
+// c[0 .. valid) = v (valid <= 8 entries of 8)
+static inline void store8(i32* c, __m256i v, i64 valid) {
+  if (valid >= 8) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c), v);
+  } else if (valid > 0) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_epi32(c, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<i32>(valid)), lanes), v);
+  }
+}
+
+#define SHAZIP_W(ptr) _mm256_load_si256(reinterpret_cast<const __m256i*>(ptr))
+#define SHAZIP_MAC(acc, b, w) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(b, w))
+
+// rows r, r + 1 (a0, a1: their pair words) x the two panels at wp, wq; nv: valid columns from n0
+static inline void tile_2x32(const i32* __restrict a0, const i32* __restrict a1, i64 KK,
+                             const int16_t* __restrict wp, const int16_t* __restrict wq, i32* __restrict c0,
+                             i32* __restrict c1, i64 nv) {
+  __m256i x0 = _mm256_setzero_si256(), x1 = x0, x2 = x0, x3 = x0, y0 = x0, y1 = x0, y2 = x0, y3 = x0;
+  for (i64 kk = 0; kk < KK; ++kk) {
+    const __m256i w0 = SHAZIP_W(wp + kk * 32), w1 = SHAZIP_W(wp + kk * 32 + 16);
+    const __m256i w2 = SHAZIP_W(wq + kk * 32), w3 = SHAZIP_W(wq + kk * 32 + 16);
+    const __m256i b0 = _mm256_set1_epi32(a0[kk]);
+    SHAZIP_MAC(x0, b0, w0);
+    SHAZIP_MAC(x1, b0, w1);
+    SHAZIP_MAC(x2, b0, w2);
+    SHAZIP_MAC(x3, b0, w3);
+    const __m256i b1 = _mm256_set1_epi32(a1[kk]);
+    SHAZIP_MAC(y0, b1, w0);
+    SHAZIP_MAC(y1, b1, w1);
+    SHAZIP_MAC(y2, b1, w2);
+    SHAZIP_MAC(y3, b1, w3);
+  }
+  store8(c0, x0, nv);
+  store8(c0 + 8, x1, nv - 8);
+  store8(c0 + 16, x2, nv - 16);
+  store8(c0 + 24, x3, nv - 24);
+  store8(c1, y0, nv);
+  store8(c1 + 8, y1, nv - 8);
+  store8(c1 + 16, y2, nv - 16);
+  store8(c1 + 24, y3, nv - 24);
+}
+
+static inline void tile_1x32(const i32* __restrict a0, i64 KK, const int16_t* __restrict wp,
+                             const int16_t* __restrict wq, i32* __restrict c0, i64 nv) {
+  __m256i x0 = _mm256_setzero_si256(), x1 = x0, x2 = x0, x3 = x0;
+  for (i64 kk = 0; kk < KK; ++kk) {
+    const __m256i b0 = _mm256_set1_epi32(a0[kk]);
+    SHAZIP_MAC(x0, b0, SHAZIP_W(wp + kk * 32));
+    SHAZIP_MAC(x1, b0, SHAZIP_W(wp + kk * 32 + 16));
+    SHAZIP_MAC(x2, b0, SHAZIP_W(wq + kk * 32));
+    SHAZIP_MAC(x3, b0, SHAZIP_W(wq + kk * 32 + 16));
+  }
+  store8(c0, x0, nv);
+  store8(c0 + 8, x1, nv - 8);
+  store8(c0 + 16, x2, nv - 16);
+  store8(c0 + 24, x3, nv - 24);
+}
+
+static inline void tile_4x16(const i32* __restrict a, i64 KK, const int16_t* __restrict wp, i32* __restrict c, i64 N,
+                             i64 nv) {
+  const i32* a0 = a;
+  const i32* a1 = a + KK;
+  const i32* a2 = a + 2 * KK;
+  const i32* a3 = a + 3 * KK;
+  __m256i x0 = _mm256_setzero_si256(), x1 = x0, y0 = x0, y1 = x0, z0 = x0, z1 = x0, u0 = x0, u1 = x0;
+  for (i64 kk = 0; kk < KK; ++kk) {
+    const __m256i w0 = SHAZIP_W(wp + kk * 32), w1 = SHAZIP_W(wp + kk * 32 + 16);
+    __m256i b = _mm256_set1_epi32(a0[kk]);
+    SHAZIP_MAC(x0, b, w0);
+    SHAZIP_MAC(x1, b, w1);
+    b = _mm256_set1_epi32(a1[kk]);
+    SHAZIP_MAC(y0, b, w0);
+    SHAZIP_MAC(y1, b, w1);
+    b = _mm256_set1_epi32(a2[kk]);
+    SHAZIP_MAC(z0, b, w0);
+    SHAZIP_MAC(z1, b, w1);
+    b = _mm256_set1_epi32(a3[kk]);
+    SHAZIP_MAC(u0, b, w0);
+    SHAZIP_MAC(u1, b, w1);
+  }
+  store8(c, x0, nv);
+  store8(c + 8, x1, nv - 8);
+  store8(c + N, y0, nv);
+  store8(c + N + 8, y1, nv - 8);
+  store8(c + 2 * N, z0, nv);
+  store8(c + 2 * N + 8, z1, nv - 8);
+  store8(c + 3 * N, u0, nv);
+  store8(c + 3 * N + 8, u1, nv - 8);
+}
+
+static inline void tile_1x16(const i32* __restrict a0, i64 KK, const int16_t* __restrict wp, i32* __restrict c0,
+                             i64 nv) {
+  __m256i x0 = _mm256_setzero_si256(), x1 = x0;
+  for (i64 kk = 0; kk < KK; ++kk) {
+    const __m256i b0 = _mm256_set1_epi32(a0[kk]);
+    SHAZIP_MAC(x0, b0, SHAZIP_W(wp + kk * 32));
+    SHAZIP_MAC(x1, b0, SHAZIP_W(wp + kk * 32 + 16));
+  }
+  store8(c0, x0, nv);
+  store8(c0 + 8, x1, nv - 8);
+}
+
+#undef SHAZIP_W
+#undef SHAZIP_MAC
+
+static void gemm(const i8* a, i64 rows, i64 K, i64 N, const u8* packed, i32* c, u8* scratch) {
+  const i64 KK = round_up(K, 2) / 2, panels = round_up(N, PANEL) / PANEL;
+  i32* ap = reinterpret_cast<i32*>(scratch);
+  for (i64 r = 0; r < rows; ++r)
+    for (i64 kk = 0; kk < KK; ++kk) {
+      const i64 k = 2 * kk;
+      const u32 lo = static_cast<uint16_t>(static_cast<int16_t>(a[r * K + k]));
+      const u32 hi = k + 1 < K ? static_cast<uint16_t>(static_cast<int16_t>(a[r * K + k + 1])) : 0;
+      ap[r * KK + kk] = static_cast<i32>(lo | (hi << 16));
+    }
+  const int16_t* w = reinterpret_cast<const int16_t*>(packed);
+  const i64 stride = KK * 2 * PANEL;  // int16 per panel
+  i64 p = 0;
+  for (; p + 2 <= panels; p += 2) {
+    const i64 n0 = p * PANEL, nv = N - n0;
+    const int16_t* wp = w + p * stride;
+    i64 r = 0;
+    for (; r + 2 <= rows; r += 2)
+      tile_2x32(ap + r * KK, ap + (r + 1) * KK, KK, wp, wp + stride, c + r * N + n0, c + (r + 1) * N + n0, nv);
+    if (r < rows) tile_1x32(ap + r * KK, KK, wp, wp + stride, c + r * N + n0, nv);
+  }
+  if (p < panels) {
+    const i64 n0 = p * PANEL, nv = N - n0;
+    const int16_t* wp = w + p * stride;
+    i64 r = 0;
+    for (; r + 4 <= rows; r += 4) tile_4x16(ap + r * KK, KK, wp, c + r * N + n0, N, nv);
+    for (; r < rows; ++r) tile_1x16(ap + r * KK, KK, wp, c + r * N + n0, nv);
+  }
+}
+
+// ---- attention dots, four keys at a time: |q| (u8) x sign(k, q) (s8) pairs by vpmaddubsw
+// (exact, see the top), then pairs of pairs to int32 by vpmaddwd with ones.
+static inline i32 hsum(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+static void dots(const i8* keys, i64 n, i64 d, const i8* q, i32* out) {
+  const i64 dv = d / 32 * 32;
+  const __m256i ones = _mm256_set1_epi16(1);
+  i32 tail_q[32];  // q's last d - dv entries, for the scalar tail
+  for (i64 i = dv; i < d; ++i) tail_q[i - dv] = q[i];
+  auto tail = [&](const i8* k) {
+    i32 s = 0;
+    for (i64 i = dv; i < d; ++i) s += i32(k[i]) * tail_q[i - dv];
+    return s;
+  };
+  i64 j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const i8* k0 = keys + j * d;
+    const i8* k1 = k0 + d;
+    const i8* k2 = k1 + d;
+    const i8* k3 = k2 + d;
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    for (i64 i = 0; i < dv; i += 32) {
+      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + i));
+      const __m256i qa = _mm256_abs_epi8(qv);
+#define SHAZIP_DOT(acc, k)                                                                               \
+  acc = _mm256_add_epi32(                                                                                \
+      acc, _mm256_madd_epi16(_mm256_maddubs_epi16(                                                       \
+                                 qa, _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + i)), qv)), \
+                             ones))
+      SHAZIP_DOT(a0, k0);
+      SHAZIP_DOT(a1, k1);
+      SHAZIP_DOT(a2, k2);
+      SHAZIP_DOT(a3, k3);
+    }
+    // per 128-bit lane: [sum a0, sum a1, sum a2, sum a3], then the two lanes added
+    const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
+    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    if (dv < d) r = _mm_add_epi32(r, _mm_setr_epi32(tail(k0), tail(k1), tail(k2), tail(k3)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), r);
+  }
+  for (; j < n; ++j) {
+    const i8* k0 = keys + j * d;
+    __m256i a0 = _mm256_setzero_si256();
+    for (i64 i = 0; i < dv; i += 32) {
+      const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + i));
+      const __m256i qa = _mm256_abs_epi8(qv);
+      SHAZIP_DOT(a0, k0);
+    }
+#undef SHAZIP_DOT
+    out[j] = hsum(a0) + tail(k0);
+  }
+}
+
+// ---- attention mix: the keys with weight (most have none) are listed, then summed 64 entries
+// at a time in eight int32 accumulators (int8 widened to int32, times u by vpmulld).
+struct Item {
+  const i8* k;
+  i64 u;
+};
+
+static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extra, i64 d, i32* out, u8* scratch) {
+  Item* items = reinterpret_cast<Item*>(scratch);
+  i64 m = 0;
+  for (i64 j = 0; j < n; ++j)
+    if (u[j] != 0) items[m++] = Item{keys + j * d, u[j]};
+  if (u_extra != 0) items[m++] = Item{extra, u_extra};
+  i64 i = 0;
+  for (; i + 64 <= d; i += 64) {  // named accumulators: see the GEMM
+    __m256i x0 = _mm256_setzero_si256(), x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0, x7 = x0;
+    for (i64 it = 0; it < m; ++it) {
+      const __m256i uv = _mm256_set1_epi32(static_cast<i32>(items[it].u));
+      const i8* k = items[it].k + i;
+#define SHAZIP_MIX(x, t) \
+  x = _mm256_add_epi32(x, _mm256_mullo_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(k + 8 * t))), uv))
+      SHAZIP_MIX(x0, 0);
+      SHAZIP_MIX(x1, 1);
+      SHAZIP_MIX(x2, 2);
+      SHAZIP_MIX(x3, 3);
+      SHAZIP_MIX(x4, 4);
+      SHAZIP_MIX(x5, 5);
+      SHAZIP_MIX(x6, 6);
+      SHAZIP_MIX(x7, 7);
+#undef SHAZIP_MIX
+    }
+    __m256i* o = reinterpret_cast<__m256i*>(out + i);
+    _mm256_storeu_si256(o, x0);
+    _mm256_storeu_si256(o + 1, x1);
+    _mm256_storeu_si256(o + 2, x2);
+    _mm256_storeu_si256(o + 3, x3);
+    _mm256_storeu_si256(o + 4, x4);
+    _mm256_storeu_si256(o + 5, x5);
+    _mm256_storeu_si256(o + 6, x6);
+    _mm256_storeu_si256(o + 7, x7);
+  }
+  for (; i + 8 <= d; i += 8) {
+    __m256i acc = _mm256_setzero_si256();
+    for (i64 it = 0; it < m; ++it) {
+      const __m256i kv = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(items[it].k + i)));
+      acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(kv, _mm256_set1_epi32(static_cast<i32>(items[it].u))));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), acc);
+  }
+  for (; i < d; ++i) {
+    i32 s = 0;
+    for (i64 it = 0; it < m; ++it) s += static_cast<i32>(items[it].u) * i32(items[it].k[i]);
+    out[i] = s;
+  }
+}
+
+}  // namespace
+
+extern constexpr Kernels table = {
+    "avx2",
+    packed_bytes,
+    pack,
+    gemm_scratch_bytes,
+    gemm,
+    layer_norm,
+    quantize_row,
+    lstm_cell,
+    linear_clamp,
+    dots,
+    attention_weights,
+    mix,
+    attention_out,
+    boom,
+    out_freq,
+};
+
+}  // namespace shazip::kernels::avx2
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#endif  // __x86_64__

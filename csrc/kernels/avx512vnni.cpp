@@ -1,0 +1,294 @@
+// The AVX-512 VNNI kernel path (AVX-512 F/BW/VL/DQ + VNNI), chosen at run time where the CPU
+// has them (Intel since Cascade Lake, AMD since Zen 4).
+//
+// Compiled for those instructions by the target pragma below, not by a command-line flag; see
+// avx2.cpp and kernels.h for why everything here is internal and template-free.
+//
+// Exactness: vpdpbusd multiplies unsigned by signed bytes and adds groups of four products into
+// int32 without saturation. Activations are offset by 128 (a ^ 0x80 = a + 128 as u8) and the
+// offset taken off again: sum (a + 128) w = sum a w + 128 sum w, where 128 sum w is computed
+// once per weight column (GEMM) or per query (dots). The mix splits its 17-bit weights into two
+// 16-bit halves for vpdpwssd (int16 x int16 pairs into int32, exact). Integer sums in any order,
+// so the same integers as the portable path.
+//
+// SHAZIP_EMULATE_AVX512 (never set by the build; see emulate_avx512.h) compiles this file on
+// emulated intrinsics, without the target pragma, and reports the path available: a check of
+// its integers on a CPU without AVX-512.
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__) || defined(SHAZIP_EMULATE_AVX512)
+
+#if defined(SHAZIP_EMULATE_AVX512)
+#include "kernels/emulate_avx512.h"
+#else
+#include <immintrin.h>
+#if defined(__clang__)
+#pragma clang attribute push(                                                                               \
+    __attribute__((target("avx2,fma,bmi,bmi2,popcnt,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"))), \
+    apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,bmi,bmi2,popcnt,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,prefer-vector-width=512")
+#endif
+#endif
+
+namespace shazip::kernels::avx512vnni {
+namespace {
+
+static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __restrict out, i64 n) {
+  i64 j = 0;
+#if !defined(SHAZIP_EMULATE_AVX512)
+  for (; j + 16 <= n; j += 16) {
+    const __m512i ix = _mm512_loadu_si512(idx + j);
+    _mm512_storeu_si512(out + j, _mm512_i32gather_epi32(ix, t, 4));
+  }
+#endif
+  for (; j < n; ++j) out[j] = t[idx[j]];
+}
+
+#include "kernels/generic.h"
+
+static inline i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
+static inline i32 load_i32(const u8* p) {
+  i32 v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
+// ---- GEMM. Weights packed in panels of 16 columns: for each group of four rows k (4kq ..
+// 4kq + 3) of w, 16 columns x 4 bytes, one 512-bit vector; vpdpbusd with a broadcast group of
+// four offset activations adds 16 columns' partial sums. K is padded to 4 and N to 16 with
+// zeros; after the panels, int32 [Np]: 128 * (column sum of w), the offset's share.
+constexpr i64 PANEL = 16;
+constexpr int ROWS = 8;  // rows per tile, two panels wide: 16 accumulators
+
+static i64 packed_bytes(i64 K, i64 N) { return round_up(K, 4) * round_up(N, PANEL) + round_up(N, PANEL) * 4; }
+
+static void pack(const i8* w, i64 K, i64 N, u8* out) {
+  const i64 KQ = round_up(K, 4) / 4, Np = round_up(N, PANEL), panels = Np / PANEL;
+  i8* o = reinterpret_cast<i8*>(out);
+  for (i64 p = 0; p < panels; ++p)
+    for (i64 kq = 0; kq < KQ; ++kq)
+      for (i64 c = 0; c < PANEL; ++c)
+        for (i64 t = 0; t < 4; ++t) {
+          const i64 k = 4 * kq + t, n = p * PANEL + c;
+          o[((p * KQ + kq) * PANEL + c) * 4 + t] = (k < K && n < N) ? w[k * N + n] : 0;
+        }
+  i32* cs = reinterpret_cast<i32*>(out + KQ * 4 * Np);
+  for (i64 n = 0; n < Np; ++n) {
+    i32 s = 0;
+    for (i64 k = 0; n < N && k < K; ++k) s += w[k * N + n];
+    cs[n] = 128 * s;
+  }
+}
+
+// the rows of a offset to u8 (a ^ 0x80), K padded to 4 (with offset zeros)
+static i64 gemm_scratch_bytes(i64 rows, i64 K) { return rows * round_up(K, 4); }
+
+// Accumulators are named variables, not an array: GCC 12 copies arrays of vpdpbusd
+// accumulators between registers (and the stack) on every iteration.
+#define SHAZIP_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+template <int R, int P>
+static inline void tile(const u8* __restrict au, i64 Kp, const i8* __restrict wp, i64 panel_bytes,
+                        const i32* __restrict cs, i32* __restrict c, i64 N, i64 n0) {
+#define SHAZIP_DECL(r) __m512i x##r = _mm512_setzero_si512(), y##r = x##r;
+  SHAZIP_ROWS(SHAZIP_DECL)
+#undef SHAZIP_DECL
+  const i64 KQ = Kp / 4;
+  for (i64 kq = 0; kq < KQ; ++kq) {
+    const __m512i w0 = _mm512_load_si512(wp + kq * 64);
+    const __m512i w1 = P > 1 ? _mm512_load_si512(wp + panel_bytes + kq * 64) : w0;
+#define SHAZIP_ROW(r)                                                   \
+  if constexpr (R > r) {                                                \
+    const __m512i b = _mm512_set1_epi32(load_i32(au + r * Kp + 4 * kq)); \
+    x##r = _mm512_dpbusd_epi32(x##r, b, w0);                            \
+    if constexpr (P > 1) y##r = _mm512_dpbusd_epi32(y##r, b, w1);       \
+  }
+    SHAZIP_ROWS(SHAZIP_ROW)
+#undef SHAZIP_ROW
+  }
+  for (int p = 0; p < P; ++p) {
+    const i64 n = n0 + p * PANEL;
+    const __m512i off = _mm512_load_si512(cs + n);
+    const i64 valid = N - n < PANEL ? N - n : PANEL;
+    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+#define SHAZIP_STORE(r) \
+  if constexpr (R > r) _mm512_mask_storeu_epi32(c + r * N + n, mask, _mm512_sub_epi32(p == 0 ? x##r : y##r, off));
+    SHAZIP_ROWS(SHAZIP_STORE)
+#undef SHAZIP_STORE
+  }
+}
+#undef SHAZIP_ROWS
+
+template <int P>
+static inline void tiles(const u8* au, i64 rows, i64 Kp, const i8* wp, i64 panel_bytes, const i32* cs, i32* c,
+                         i64 N, i64 n0) {
+  i64 r = 0;
+  for (; r + ROWS <= rows; r += ROWS) tile<ROWS, P>(au + r * Kp, Kp, wp, panel_bytes, cs, c + r * N, N, n0);
+  const u8* a = au + r * Kp;
+  i32* cr = c + r * N;
+  switch (rows - r) {
+    case 7: tile<7, P>(a, Kp, wp, panel_bytes, cs, cr, N, n0); break;
+    case 6: tile<6, P>(a, Kp, wp, panel_bytes, cs, cr, N, n0); break;
+    case 5: tile<5, P>(a, Kp, wp, panel_bytes, cs, cr, N, n0); break;
+    case 4: tile<4, P>(a, Kp, wp, panel_bytes, cs, cr, N, n0); break;
+    case 3: tile<3, P>(a, Kp, wp, panel_bytes, cs, cr, N, n0); break;
+    case 2: tile<2, P>(a, Kp, wp, panel_bytes, cs, cr, N, n0); break;
+    case 1: tile<1, P>(a, Kp, wp, panel_bytes, cs, cr, N, n0); break;
+    default: break;
+  }
+}
+
+static void gemm(const i8* a, i64 rows, i64 K, i64 N, const u8* packed, i32* c, u8* scratch) {
+  const i64 Kp = round_up(K, 4), Np = round_up(N, PANEL), panels = Np / PANEL, panel_bytes = Kp * PANEL;
+  u8* au = scratch;
+  for (i64 r = 0; r < rows; ++r) {
+    for (i64 k = 0; k < K; ++k) au[r * Kp + k] = static_cast<u8>(a[r * K + k]) ^ 0x80;
+    for (i64 k = K; k < Kp; ++k) au[r * Kp + k] = 0x80;
+  }
+  const i8* w = reinterpret_cast<const i8*>(packed);
+  const i32* cs = reinterpret_cast<const i32*>(packed + Kp * Np);
+  i64 p = 0;
+  for (; p + 2 <= panels; p += 2) tiles<2>(au, rows, Kp, w + p * panel_bytes, panel_bytes, cs, c, N, p * PANEL);
+  if (p < panels) tiles<1>(au, rows, Kp, w + p * panel_bytes, panel_bytes, cs, c, N, p * PANEL);
+}
+
+// ---- attention dots: 16 keys at a time (independent accumulator chains, so the loads
+// overlap) through vpdpbusd on offset keys (k ^ 0x80 = k + 128), 128 sum(q) taken off again;
+// the 16 accumulators are summed across in one transpose tree. A d that is not a multiple of
+// 64 ends with masked loads (masked bytes are zero in q, so they add nothing).
+static inline __m512i sum16(const __m512i* v) {  // r[k] = sum of the 16 entries of v[k]
+  __m512i w[8], x[4];
+  for (int i = 0; i < 8; ++i)
+    w[i] = _mm512_add_epi32(_mm512_shuffle_i64x2(v[2 * i], v[2 * i + 1], 0x44),
+                            _mm512_shuffle_i64x2(v[2 * i], v[2 * i + 1], 0xEE));
+  for (int i = 0; i < 4; ++i)  // 128-bit lane L of x[i]: four partial sums of v[4i + L]
+    x[i] = _mm512_add_epi32(_mm512_shuffle_i64x2(w[2 * i], w[2 * i + 1], 0x88),
+                            _mm512_shuffle_i64x2(w[2 * i], w[2 * i + 1], 0xDD));
+  const __m512i y0 = _mm512_add_epi32(_mm512_unpacklo_epi32(x[0], x[1]), _mm512_unpackhi_epi32(x[0], x[1]));
+  const __m512i y1 = _mm512_add_epi32(_mm512_unpacklo_epi32(x[2], x[3]), _mm512_unpackhi_epi32(x[2], x[3]));
+  const __m512i z = _mm512_add_epi32(_mm512_unpacklo_epi64(y0, y1), _mm512_unpackhi_epi64(y0, y1));
+  // z[4L + m] = sum of v[4m + L]
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_epi32(order, z);
+}
+
+static void dots(const i8* keys, i64 n, i64 d, const i8* q, i32* out) {
+  i32 q_sum = 0;
+  for (i64 i = 0; i < d; ++i) q_sum += q[i];
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i offset = _mm512_set1_epi32(128 * q_sum);
+  const i64 dv = d / 64 * 64;
+  const __mmask64 tail = d > dv ? (~0ULL >> (64 - (d - dv))) : 0;
+  for (i64 j0 = 0; j0 < n; j0 += 16) {
+    const i64 m = n - j0 < 16 ? n - j0 : 16;
+    const i8* k[16];
+    for (i64 t = 0; t < 16; ++t) k[t] = keys + (j0 + (t < m ? t : m - 1)) * d;
+#define SHAZIP_KEYS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define SHAZIP_DECL(t) __m512i a##t = _mm512_setzero_si512();
+    SHAZIP_KEYS(SHAZIP_DECL)
+#undef SHAZIP_DECL
+#define SHAZIP_DOT(t) a##t = _mm512_dpbusd_epi32(a##t, _mm512_xor_si512(_mm512_loadu_si512(k[t] + c), flip), qv);
+    for (i64 c = 0; c < dv; c += 64) {
+      const __m512i qv = _mm512_loadu_si512(q + c);
+      SHAZIP_KEYS(SHAZIP_DOT)
+    }
+#undef SHAZIP_DOT
+#define SHAZIP_DOT(t) a##t = _mm512_dpbusd_epi32(a##t, _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, k[t] + dv), flip), qv);
+    if (tail) {
+      const __m512i qv = _mm512_maskz_loadu_epi8(tail, q + dv);
+      SHAZIP_KEYS(SHAZIP_DOT)
+    }
+#undef SHAZIP_DOT
+#define SHAZIP_NAME(t) a##t,
+    const __m512i acc[16] = {SHAZIP_KEYS(SHAZIP_NAME)};
+#undef SHAZIP_NAME
+#undef SHAZIP_KEYS
+    const __m512i r = _mm512_sub_epi32(sum16(acc), offset);
+    _mm512_mask_storeu_epi32(out + j0, static_cast<__mmask16>((1u << m) - 1), r);
+  }
+}
+
+// ---- attention mix: keys with weight go in pairs through vpdpwssd, whose 16-bit operands
+// take u in two parts, u = 256 (u >> 8) + (u & 255) (each part fits int16), summed apart and
+// combined at the end. Chunk by chunk of 32 entries the accumulators stay in registers; they
+// hold the chunk in vpunpck order (lo half: i = 8L + p, hi half: i = 8L + 4 + p for 128-bit
+// lane L, p < 4), put back in order when stored. A last partial chunk is read with a mask.
+struct Pair {
+  const i8* r0;
+  const i8* r1;
+  i32 hi, lo;
+};
+
+static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extra, i64 d, i32* out, u8* scratch) {
+  Pair* pairs = reinterpret_cast<Pair*>(scratch);
+  i64 np = 0;
+  const i64 total = n + 1;  // key n is `extra`
+  for (i64 j = 0; j < total; j += 2) {
+    const i32 u0 = j < n ? u[j] : u_extra;
+    const i32 u1 = j + 1 < n ? u[j + 1] : (j + 1 == n ? u_extra : 0);
+    if ((u0 | u1) == 0) continue;  // most keys get no weight: skip reading them
+    const i8* r0 = j < n ? keys + j * d : extra;
+    const i8* r1 = j + 1 < n ? keys + (j + 1) * d : (j + 1 == n ? extra : r0);
+    pairs[np++] = Pair{r0, r1, ((u1 >> 8) << 16) | (u0 >> 8), ((u1 & 255) << 16) | (u0 & 255)};
+  }
+  alignas(64) i32 h[32], l[32];
+  for (i64 c = 0; c < d; c += 32) {
+    const i64 valid = d - c < 32 ? d - c : 32;
+    const __mmask32 mask = valid == 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << valid) - 1);
+    __m512i h0 = _mm512_setzero_si512(), h1 = h0, l0 = h0, l1 = h0;
+    for (i64 p = 0; p < np; ++p) {
+      const Pair& pr = pairs[p];
+      const __m512i a0 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask, pr.r0 + c));
+      const __m512i a1 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask, pr.r1 + c));
+      const __m512i pl = _mm512_unpacklo_epi16(a0, a1), ph = _mm512_unpackhi_epi16(a0, a1);
+      const __m512i hw = _mm512_set1_epi32(pr.hi), lw = _mm512_set1_epi32(pr.lo);
+      h0 = _mm512_dpwssd_epi32(h0, pl, hw);
+      h1 = _mm512_dpwssd_epi32(h1, ph, hw);
+      l0 = _mm512_dpwssd_epi32(l0, pl, lw);
+      l1 = _mm512_dpwssd_epi32(l1, ph, lw);
+    }
+    _mm512_store_si512(h, h0);
+    _mm512_store_si512(h + 16, h1);
+    _mm512_store_si512(l, l0);
+    _mm512_store_si512(l + 16, l1);
+    for (int e = 0; e < 16; ++e) {
+      const i64 i = (e / 4) * 8 + e % 4;
+      if (i < valid) out[c + i] = h[e] * 256 + l[e];
+      if (i + 4 < valid) out[c + i + 4] = h[16 + e] * 256 + l[16 + e];
+    }
+  }
+}
+
+}  // namespace
+
+extern constexpr Kernels table = {
+    "avx512vnni",
+    packed_bytes,
+    pack,
+    gemm_scratch_bytes,
+    gemm,
+    layer_norm,
+    quantize_row,
+    lstm_cell,
+    linear_clamp,
+    dots,
+    attention_weights,
+    mix,
+    attention_out,
+    boom,
+    out_freq,
+};
+
+}  // namespace shazip::kernels::avx512vnni
+
+#if !defined(SHAZIP_EMULATE_AVX512)
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif
+
+#endif  // __x86_64__ || SHAZIP_EMULATE_AVX512

@@ -1,0 +1,78 @@
+// The portable kernel path: plain C++ for any CPU (the compiler vectorizes it for the build's
+// baseline: SSE2 on x86-64, NEON on aarch64). Always available; the reference the faster paths
+// are tested against (all of them are tested against the torch twin).
+#include "kernels/kernels.h"
+
+namespace shazip::kernels::portable {
+namespace {
+
+static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __restrict out, i64 n) {
+  for (i64 j = 0; j < n; ++j) out[j] = t[idx[j]];
+}
+
+#include "kernels/generic.h"
+
+// Weights stay int8 [K, N]; four rows at a time share each weight row's loads.
+static i64 packed_bytes(i64 K, i64 N) { return K * N; }
+
+static void pack(const i8* w, i64 K, i64 N, u8* out) {
+  i8* o = reinterpret_cast<i8*>(out);
+  for (i64 i = 0; i < K * N; ++i) o[i] = w[i];
+}
+
+static i64 gemm_scratch_bytes(i64, i64) { return 0; }
+
+static void gemm(const i8* a, i64 rows, i64 K, i64 N_, const u8* packed, i32* c, u8*) {
+  const i8* w = reinterpret_cast<const i8*>(packed);
+  const i64 N = N_;
+  i64 r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    i32* __restrict c0 = c + r * N;
+    i32* __restrict c1 = c0 + N;
+    i32* __restrict c2 = c1 + N;
+    i32* __restrict c3 = c2 + N;
+    for (i64 n = 0; n < N; ++n) c0[n] = c1[n] = c2[n] = c3[n] = 0;
+    for (i64 k = 0; k < K; ++k) {
+      const i8* __restrict wk = w + k * N;
+      const i32 a0 = a[r * K + k], a1 = a[(r + 1) * K + k], a2 = a[(r + 2) * K + k], a3 = a[(r + 3) * K + k];
+      for (i64 n = 0; n < N; ++n) {
+        const i32 x = wk[n];
+        c0[n] += a0 * x;
+        c1[n] += a1 * x;
+        c2[n] += a2 * x;
+        c3[n] += a3 * x;
+      }
+    }
+  }
+  for (; r < rows; ++r) {
+    i32* __restrict c0 = c + r * N;
+    for (i64 n = 0; n < N; ++n) c0[n] = 0;
+    for (i64 k = 0; k < K; ++k) {
+      const i8* __restrict wk = w + k * N;
+      const i32 a0 = a[r * K + k];
+      for (i64 n = 0; n < N; ++n) c0[n] += a0 * i32(wk[n]);
+    }
+  }
+}
+
+}  // namespace
+
+extern constexpr Kernels table = {
+    "portable",
+    packed_bytes,
+    pack,
+    gemm_scratch_bytes,
+    gemm,
+    layer_norm,
+    quantize_row,
+    lstm_cell,
+    linear_clamp,
+    dots_generic,
+    attention_weights,
+    mix_generic,
+    attention_out,
+    boom,
+    out_freq,
+};
+
+}  // namespace shazip::kernels::portable

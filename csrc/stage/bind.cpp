@@ -1,0 +1,107 @@
+// Python binding of the adaptive stage: _core.Stage, the per-step coders external engines use
+// (the torch twin, the GPU), and single components for tests.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "stage/block_coder.h"
+
+namespace py = pybind11;
+using namespace shazip;
+using namespace shazip::stage;
+
+namespace {
+
+using Rows = py::array_t<i64, py::array::c_style | py::array::forcecast>;
+
+// freq [k, 256] int64, checked
+const i64* rows_of(const Rows& freq, i64& k) {
+  require(freq.ndim() == 2 && freq.shape(1) == 256, "freq must be [k, 256]");
+  k = freq.shape(0);
+  return freq.data();
+}
+
+u32 counter_update(const std::shared_ptr<Stage>& s, u32 cell, int y, int limit) {
+  require(limit >= 1 && limit <= COUNT_LIMIT_MAX, "limit must be in [1, 1023]");
+  s->tables().update(cell, y, limit);
+  return cell;
+}
+
+// one mixer prediction and update: (p16, new weights)
+py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const std::vector<i32>& x, int y, int lr) {
+  require(w.size() == x.size() && !x.empty() && x.size() <= size_t(MAX_INPUTS), "bad sizes");
+  Mixer m(int(x.size()), 1, lr, w);
+  const int p = s->tables().sq(m.dot(x.data(), 0));
+  m.update(x.data(), 0, y, p);
+  return py::make_tuple(p, m.weights());
+}
+
+// one APM prediction and update on a single context: (p16, new cells)
+py::tuple apm_step(const std::shared_ptr<Stage>& s, const std::vector<i32>& cells, int x, int y) {
+  require(cells.size() == size_t(APM_CELLS), "an APM context has 33 cells");
+  APM a(s->tables(), 1);
+  a.cells() = cells;
+  const int p = a.p16(x, 0);
+  a.update(y);
+  return py::make_tuple(p, a.cells());
+}
+
+std::vector<int> bit_history(const std::shared_ptr<Stage>& s, int state) {
+  const BitHistory& h = s->tables().history;
+  require(state >= 0 && state < h.states(), "no such state");
+  return {h.n0(state), h.n1(state), h.next(state, 0), h.next(state, 1)};
+}
+
+}  // namespace
+
+void bind_stage(py::module_& m) {
+  py::class_<Stage, std::shared_ptr<Stage>>(m, "Stage", "The adaptive stage's tables, shared by lanes and blocks.")
+      .def(py::init([](const std::vector<i64>& squash, int table_bits, int history_bits, int match_bits,
+                       int match_min, int mixer_lr, const std::vector<int>& orders, bool word, bool column,
+                       bool sparse, bool nn, bool match, bool apm) {
+             return std::make_shared<Stage>(squash, Params{table_bits, history_bits, match_bits, match_min,
+                                                           mixer_lr, orders, word, column, sparse, nn, match, apm});
+           }))
+      .def("snapshot", [](const Stage& s) { return std::make_shared<Stage>(s); })
+      .def("restore", &Stage::restore)
+      .def_property_readonly("position", &Stage::position)
+      .def_property_readonly("bytes", &Stage::bytes)
+      .def("squash", [](const Stage& s, int x) { return s.tables().sq(x); })
+      .def("stretch", [](const Stage& s, int p) { return s.tables().st(p); });
+  py::class_<Encoder>(m, "StageEncoder", "Codes one block through the stage, a step at a time.")
+      .def(py::init<std::shared_ptr<Stage>, i64, i64, bool>())
+      .def("code", [](Encoder& e, const Rows& freq, py::array_t<i64, py::array::c_style | py::array::forcecast> sym) {
+        i64 k;
+        const i64* f = rows_of(freq, k);
+        require(sym.ndim() == 1 && sym.shape(0) == k, "symbols must be [k]");
+        std::vector<u8> bytes(static_cast<size_t>(k));
+        for (i64 b = 0; b < k; ++b) {
+          require(sym.data()[b] >= 0 && sym.data()[b] < 256, "symbols must be bytes");
+          bytes[size_t(b)] = u8(sym.data()[b]);
+        }
+        py::gil_scoped_release unlocked;
+        e.code(f, bytes.data(), k);
+      })
+      .def("finish", [](Encoder& e) { return py::bytes(e.finish()); })
+      .def_property_readonly("bits", &Encoder::bits);
+  py::class_<Decoder>(m, "StageDecoder", "Decodes one block through the stage, a step at a time.")
+      .def(py::init([](std::shared_ptr<Stage> st, i64 lanes, i64 span, const py::bytes& payload) {
+        return std::make_unique<Decoder>(std::move(st), lanes, span, std::string(payload));
+      }))
+      .def("code", [](Decoder& d, const Rows& freq) {
+        i64 k;
+        const i64* f = rows_of(freq, k);
+        py::array_t<i64> out(k);
+        std::vector<u8> sym(static_cast<size_t>(k));
+        {
+          py::gil_scoped_release unlocked;
+          d.code(f, sym.data(), k);
+        }
+        std::copy(sym.begin(), sym.end(), out.mutable_data());
+        return out;
+      });
+  m.def("counter_update", &counter_update);
+  m.def("mixer_step", &mixer_step);
+  m.def("apm_step", &apm_step);
+  m.def("bit_history", &bit_history);
+}

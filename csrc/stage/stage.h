@@ -1,0 +1,382 @@
+// The adaptive context-mixing stage and its binary arithmetic coder (shazip/adaptive.py builds and wraps it).
+//
+// Each byte is coded as 8 binary decisions, most significant bit first. For every decision a
+// pair of logistic mixers combines, in the stretch (logit) domain, the neural model's
+// probability of the bit (exact subtree sums of its integer frequencies), hashed context
+// models (orders 1-8 of the lane's own bytes and a word) and a match model over the history of
+// all lanes and earlier blocks; two APM (SSE) stages refine the mix, and a carry-propagating
+// range coder codes the bit. Lanes share every table and are coded in a fixed order: lane 0's
+// 8 bits, then lane 1's, ... within a step. The design follows lpaq1 / zpaq (bit-history states
+// with adaptive probabilities, nibble-bucket hash tables, 33-bucket APMs); the code is ours.
+//
+// NUMERICS CONTRACT: an archive must decode bit-exactly on any machine, so every value that
+// feeds prediction, update or coding is an integer, computed with fixed-width two's-complement
+// types and no undefined behaviour (hashes wrap as uint32_t/uint64_t; signed values are
+// bounded far below overflow and kept in int64_t where products are formed). Right shifts of
+// negative int64_t values floor (arithmetic shift: guaranteed by C++20 and by every compiler
+// that builds this file; C++17 calls it implementation-defined). The constants:
+//   probabilities  P16: 16 bits, P(bit = 1) = p / 65536, the coder's p in [1, 65535].
+//                  P22: 22 bits (counters, APM cells), P16 = P22 >> 6 (floor).
+//   stretch domain ST: integers in [-4095, 4095], unit 1/256 nat (logit * 256).
+//   squash[x + 4095] = clamp(round_half_even(65536 / (1 + exp(-x / 256))), 1, 65535), given
+//                  by Python (adaptive.squash_table, decimal arithmetic, prec 24), never
+//                  computed here; checked non-decreasing.
+//   stretch[p]    = for p >= 32768 the smallest x in [-4095, 4095] with squash[x] >= p (4095
+//                  if none), for p < 32768 the largest x with squash[x] <= p (-4095 if none):
+//                  the exact integer inverse, symmetric about p = 1/2, by linear search.
+//   NN input       p16 = clamp(floor((s1 * 65536 + (s0 + s1) / 2) / (s0 + s1)), 1, 65535) from
+//                  the subtree sums s0, s1 (int64; every frequency in [1, 2**30], so
+//                  s * 65536 < 2**55); input 1 = x = stretch[p16]; input 2 = clamp(floor(x * |x| /
+//                  2048), -4095, 4095) (a confidence-weighted copy); input 3 = stretch of an APM
+//                  (as below) of x in context c0 | c1 << 8 (the NN recalibrated per order-1 context).
+//   counter        u32 = P22 << 10 | n (n = updates seen, at most `limit`); on bit y:
+//                  P22 += floor((y * 2**22 - P22) * RECIP[n] / 65536), RECIP[n] = floor(131072 /
+//                  (2n + 3)), i.e. rate 1 / (n + 1.5); then n = min(n + 1, limit).
+//                  State-map cells start at P22 = floor((2 n1 + 1) * 2**22 / (2 (n0 + n1) + 2))
+//                  of their bit-history state's counts, n = 0; the match map at P22 = 2**21.
+//                  Every state map's limit is 1023.
+//   match inputs   stretch of the match map's P16 (context: length band * 2 + expected bit,
+//                  0 without a prediction), and +-min(32 * length, 2047) by the expected bit.
+//   mixers         two, over the same inputs (the last is a bias of 256): one with a weight set
+//                  per (bit position, match-length band), one per partial byte c0. Each: dot =
+//                  sum w_i x_i (int64), w in 16.16 fixed point; x_k = clamp(floor(dot / 65536),
+//                  -4095, 4095); on bit y, err = y * 65536 - squash[x_k] and w_i += floor((x_i *
+//                  err * LR + 2**19) / 2**20) (round half up), clamped to [-2**24, 2**24]; LR =
+//                  params.mixer_lr. x_mix = floor((x_1 + x_2) / 2), p_mix = squash[x_mix].
+//                  Initial weights: the NN's first input 65536 (1.0), the others 0; without
+//                  the NN input every weight is 16384.
+//   APM            33 cells of P22 per context over x in [-4096, 4096], cell j at x = 256 (j - 16),
+//                  initialised to squash[clamp(256 (j - 16))] << 6. For input x: u = x + 4096,
+//                  j = u >> 8, w = u & 255, P22 = floor((c[j] (256 - w) + c[j+1] w) / 256); on bit
+//                  y the nearer cell (j + (w >> 7)) moves: c += floor((y * 2**22 - c) / 2**APM_RATE).
+//   final p        p_mix, a1 = APM1[c0](x_mix), a2 = APM2[c0 | c1 << 8](stretch[pa]) with
+//                  pa = floor((p_mix + 3 a1) / 4); p = floor((pa + 3 a2) / 4); clamp [1, 65535].
+//   coder          32-bit range, 64-bit low with carry (LZMA's scheme): bound = floor(range *
+//                  p / 65536); bit 1 takes [low, low + bound), bit 0 the rest; range is kept
+//                  >= 2**24 by shifting bytes out. The leading byte (always 0) is not written,
+//                  the final value is the one in [low, low + range) with most trailing zero
+//                  bits, and trailing zero bytes are dropped: the decoder reads zeros past the end.
+// The only floating point is the optional measurement of the ideal code length (sum of
+// -log2 p of the coded bits), which is reported and never read back.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "coder/binary.h"
+#include "stage/components.h"
+
+namespace shazip::stage {
+
+
+struct Params {
+  int table_bits, history_bits, match_bits, match_min, mixer_lr;
+  std::vector<int> orders;
+  bool word, column, sparse, nn, match, apm;
+  bool operator==(const Params& o) const {
+    return table_bits == o.table_bits && history_bits == o.history_bits && match_bits == o.match_bits &&
+           match_min == o.match_min && mixer_lr == o.mixer_lr && orders == o.orders && word == o.word &&
+           column == o.column && sparse == o.sparse && nn == o.nn && match == o.match && apm == o.apm;
+  }
+};
+
+// One lane's context within a block: its own previous bytes, words, lines and match
+struct Lane {
+  u64 hist = 0;       // last 8 bytes, most recent in the low byte
+  u32 word = 0;       // hash of the current alphabetic word (0 outside words)
+  u32 prev_word = 0;  // hash of the word before it
+  u32 line = 0;       // lane offset where the current line starts (after a '\n')
+  u32 prev_line = 0;  // ... and where the previous one started
+  u64 ptr = 0;        // match: global position of the predicted byte (valid while len > 0)
+  u32 len = 0;        // match length in bytes (0: none)
+  u32 coded = 0;      // bytes of this lane coded so far
+};
+
+// Where a byte is being coded: which history bytes are already known to the decoder
+struct Where {
+  u64 base, span, lanes;
+  const std::vector<Lane>* lane;
+};
+
+class Stage {
+ public:
+  Stage(const std::vector<i64>& squash, const Params& p)
+      : prm_(p), tb_(std::make_shared<const Tables>(squash)) {
+    if (p.table_bits < 10 || p.table_bits > 30) throw std::invalid_argument("table_bits must be in [10, 30]");
+    if (p.history_bits < 10 || p.history_bits > 32) throw std::invalid_argument("history_bits must be in [10, 32]");
+    if (p.match_bits < 8 || p.match_bits > 28) throw std::invalid_argument("match_bits must be in [8, 28]");
+    if (p.match_min < 2 || p.match_min > 8) throw std::invalid_argument("match_min must be in [2, 8]");
+    if (p.mixer_lr < 1 || p.mixer_lr > 64) throw std::invalid_argument("mixer_lr must be in [1, 64]");
+    for (int o : p.orders)
+      if (o < 1 || o > 8) throw std::invalid_argument("context orders must be in [1, 8]");
+    std::vector<u32> init(256);
+    for (int s = 0; s < 256; ++s) {
+      const int n0 = tb_->history.n0(s), n1 = tb_->history.n1(s);
+      init[s] = u32((i64(2 * n1 + 1) << P22_BITS) / (2 * (n0 + n1) + 2)) << COUNT_BITS;
+    }
+    std::vector<int> orders = p.orders;
+    if (p.word) orders.insert(orders.end(), {WORD, WORD_PAIR});
+    if (p.column) orders.push_back(COLUMN);
+    if (p.sparse) orders.push_back(SPARSE);
+    for (int o : orders) {
+      if (o == 1 && direct_.empty()) {
+        direct_.assign(65536, 0);
+        models_.push_back({o, -1});
+      } else {
+        models_.push_back({o, int(tables_.size())});
+        tables_.emplace_back(p.table_bits);
+      }
+      maps_.emplace_back(256, 0);
+      std::copy(init.begin(), init.end(), maps_.back().cells().begin());
+    }
+    if (p.match || p.column) ring_.assign(size_t(1) << p.history_bits, 0);
+    if (p.match) {
+      heads_.assign(size_t(1) << p.match_bits, 0);
+      match_map_ = StateMap(MATCH_BANDS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
+    }
+    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + (p.match ? 2 : 0) + 1;  // + bias
+    if (n_inputs_ > MAX_INPUTS) throw std::invalid_argument("too many context models");
+    std::vector<i32> w(n_inputs_, p.nn ? 0 : 16384);
+    if (p.nn) w[0] = 65536;
+    mixer1_ = Mixer(n_inputs_, 32, p.mixer_lr, w);
+    mixer2_ = Mixer(n_inputs_, 256, p.mixer_lr, w);
+    if (p.nn) nn_apm_ = APM(*tb_, 65536);
+    if (p.apm) {
+      apm1_ = APM(*tb_, 256);
+      apm2_ = APM(*tb_, 65536);
+    }
+  }
+
+  const Tables& tables() const { return *tb_; }
+  u64 position() const { return pos_; }
+  size_t bytes() const {
+    size_t n = ring_.size() + heads_.size() * sizeof(u64) + direct_.size();
+    for (const auto& t : tables_) n += t.bytes();
+    n += size_t(n_inputs_) * (32 + 256) * 4 + (prm_.nn ? 65536 * APM_CELLS * 4 : 0);
+    return n + (prm_.apm ? (256 + 65536) * APM_CELLS * 4 : 0);
+  }
+  void restore(const Stage& s) {
+    if (!(s.prm_ == prm_)) throw std::invalid_argument("snapshot of a stage with other parameters");
+    *this = s;
+  }
+  void advance(u64 n) { pos_ += n; }
+
+  // Codes one byte of lane b: `io(p16, bit)` codes a bit (the encoder's bit, or -1 for the
+  // decoder) and returns it. freq: the NN's 256 frequencies (validated by the caller).
+  template <class IO>
+  int code_byte(std::vector<Lane>& lanes, size_t b, const Where& at, const i64* freq, int sym, IO&& io) {
+    const Tables& tb = *tb_;
+    Lane& L = lanes[b];
+    const int nm = int(models_.size());
+    const u32 c1 = u32(L.hist & 0xFF);
+    // each context's hash for this byte, from the lane's own bytes; the first nibble's buckets
+    // are fetched while the NN's sums are formed (a hint only: it changes no value)
+    u32 ctx[MAX_INPUTS];
+    for (int i = 0; i < nm; ++i) {
+      const int o = models_[i].order;
+      u64 bytes;
+      switch (o) {
+        case WORD: bytes = u64(L.word) << 8 | c1; break;
+        case WORD_PAIR: bytes = u64(L.word) << 32 | L.prev_word; break;
+        case COLUMN: bytes = column_context(L, b, at); break;
+        case SPARSE: bytes = L.hist & 0xFFFF00; break;  // the 2 bytes before the last
+        default: bytes = o >= 8 ? L.hist : L.hist & ((u64(1) << (8 * o)) - 1);
+      }
+      ctx[i] = hash64(bytes, u64(o));
+      if (models_[i].table >= 0) tables_[models_[i].table].prefetch(bucket_hash(ctx[i], 1));
+    }
+    // the NN's subtree sums: tree[(1 << d) + v] = total of the byte values whose top d bits are v
+    i64 tree[512];
+    if (prm_.nn) {
+      std::copy(freq, freq + 256, tree + 256);
+      for (int d = 7; d >= 0; --d)
+        for (int v = 0; v < (1 << d); ++v) tree[(1 << d) + v] = tree[(2 << d) + 2 * v] + tree[(2 << d) + 2 * v + 1];
+    }
+    // the match model's predicted byte, if its position is already known to the decoder
+    int expect = -1;
+    if (prm_.match && L.len > 0 && valid(L.ptr, at)) expect = ring_[L.ptr & ring_mask()];
+    const int band = expect < 0 ? 0 : std::min<int>(L.len < 16 ? L.len : 12 + ilog2(L.len), MATCH_BANDS - 1);
+    const int strength = std::min<int>(int(L.len) * 32, 2047);
+
+    if (prm_.apm) apm2_.prefetch(1 | c1 << 8);
+    if (prm_.nn) nn_apm_.prefetch(1 | c1 << 8);
+    u8* node[MAX_INPUTS] = {};
+    int c0 = 1;  // 1 followed by the bits of this byte so far
+    int j = 1;   // the same within the current nibble: a bucket's node (1..15)
+    for (int k = 0; k < 8; ++k) {
+      if (k == 3)  // the second nibble's buckets are one of two: fetch both ahead (a hint only)
+        for (int i = 0; i < nm; ++i)
+          if (models_[i].table >= 0)
+            for (int y = 0; y < 2; ++y) tables_[models_[i].table].prefetch(bucket_hash(ctx[i], c0 * 2 + y));
+      if (k == 0 || k == 4) {  // a new nibble: each context's bucket (order 1: its direct row)
+        j = 1;
+        for (int i = 0; i < nm; ++i)
+          node[i] = models_[i].table < 0 ? &direct_[c1 << 8] : tables_[models_[i].table].find(bucket_hash(ctx[i], c0));
+      }
+      if (k < 7)  // the order-1 APM rows of both possible next bits (a hint only)
+        for (int y = 0; y < 2; ++y) {
+          if (prm_.apm) apm2_.prefetch(size_t(c0 * 2 + y) | c1 << 8);
+          if (prm_.nn) nn_apm_.prefetch(size_t(c0 * 2 + y) | c1 << 8);
+        }
+      i32 x[MAX_INPUTS];
+      int n = 0;
+      if (prm_.nn) {
+        const i64 s0 = tree[2 * c0], s1 = tree[2 * c0 + 1];
+        const int s = tb.st(clampi((s1 * 65536 + (s0 + s1) / 2) / (s0 + s1), 1, P16_MAX));
+        x[n++] = s;
+        x[n++] = clampi((i64(s) * std::abs(s)) >> 11, -ST_MAX, ST_MAX);
+      }
+      if (prm_.nn) x[n++] = tb.st(nn_apm_.p16(x[0], size_t(c0) | c1 << 8));
+      u8* state[MAX_INPUTS];
+      for (int i = 0; i < nm; ++i) {
+        state[i] = node[i] + (models_[i].table < 0 ? c0 : j);  // order 1's row: by c0 (1..255)
+        x[n++] = tb.st(maps_[i].p16(*state[i]));
+      }
+      size_t mcx = 0;  // the match map's context: 0 without a prediction
+      if (prm_.match) {
+        if (expect >= 0 && ((expect | 256) >> (8 - k)) == c0) {
+          const int ebit = (expect >> (7 - k)) & 1;
+          mcx = size_t(band * 2 + ebit);
+          x[n++] = tb.st(match_map_.p16(mcx));
+          x[n++] = ebit ? strength : -strength;
+        } else {
+          x[n++] = tb.st(match_map_.p16(0));
+          x[n++] = 0;
+        }
+      }
+      x[n++] = 256;  // bias
+      // two weight sets, by bit position and match length, and by the partial byte
+      const int set1 = k + 8 * (expect < 0 ? 0 : 1 + (band >= 16) + (band >= 28));
+      const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
+      const int xm = (x1 + x2) >> 1;
+      const int pm = tb.sq(xm);
+      int p = pm;
+      if (prm_.apm) {
+        const int a1 = apm1_.p16(xm, size_t(c0));
+        const int pa = (pm + 3 * a1) >> 2;
+        const int a2 = apm2_.p16(tb.st(pa), size_t(c0) | c1 << 8);
+        p = (pa + 3 * a2) >> 2;
+      }
+      const int y = io(clampi(p, 1, P16_MAX), sym < 0 ? -1 : (sym >> (7 - k)) & 1);
+      // learn, every component from its own prediction
+      mixer1_.update(x, set1, y, tb.sq(x1));
+      mixer2_.update(x, c0, y, tb.sq(x2));
+      if (prm_.nn) nn_apm_.update(y);
+      if (prm_.apm) {
+        apm1_.update(y);
+        apm2_.update(y);
+      }
+      for (int i = 0; i < nm; ++i) {
+        maps_[i].update(tb, *state[i], y, COUNT_LIMIT_MAX);
+        *state[i] = tb.history.next(*state[i], y);
+      }
+      if (prm_.match) match_map_.update(tb, mcx, y, COUNT_LIMIT_MAX);
+      c0 = c0 * 2 + y;
+      j = j * 2 + y;
+    }
+    const int c = c0 & 255;
+    end_byte(lanes, b, at, c);
+    return c;
+  }
+
+ private:
+  static int ilog2(u32 x) { return 31 - __builtin_clz(x); }
+  u64 ring_mask() const { return (u64(1) << prm_.history_bits) - 1; }
+
+  // written in this block? (lane c has coded its first `coded` bytes)
+  static bool known(u64 p, const Where& at) {
+    const u64 o = p - at.base, lane = o / at.span;
+    return lane < at.lanes && o % at.span < (*at.lane)[lane].coded;
+  }
+  // may the match model read ring position p: written (in an earlier block or this one's
+  // known part) and not yet overwritten by a later position sharing its ring slot
+  bool valid(u64 p, const Where& at) const {
+    const u64 size = u64(1) << prm_.history_bits, end = at.base + at.span * at.lanes;
+    if (p >= at.base && (p >= end || !known(p, at))) return false;
+    const u64 later = p + size;
+    if (later < at.base) return false;
+    return !(later < end && known(later, at));
+  }
+
+  // the byte above (at this column in the lane's previous line), the column, and c1: for text
+  // laid out in lines or records (logs, tables, code)
+  u64 column_context(const Lane& L, size_t b, const Where& at) const {
+    const u32 col = L.coded - L.line;
+    const u64 pa = at.base + b * at.span + L.prev_line + col;
+    const u64 above = L.prev_line + col < L.line && valid(pa, at) ? ring_[pa & ring_mask()] : 0;
+    return above << 16 | u64(std::min<u32>(col, 255)) << 8 | (L.hist & 0xFF);
+  }
+
+  void end_byte(std::vector<Lane>& lanes, size_t b, const Where& at, int c) {
+    Lane& L = lanes[b];
+    const u64 pos = at.base + b * at.span + L.coded;
+    L.hist = (L.hist << 8) | u64(c);
+    const int lc = (c >= 'A' && c <= 'Z') ? c + 32 : c;
+    if (lc >= 'a' && lc <= 'z') {
+      L.word = hash32(L.word + u32(lc)) | 1u;
+    } else if (L.word) {
+      L.prev_word = L.word;
+      L.word = 0;
+    }
+    ++L.coded;
+    if (c == '\n') {
+      L.prev_line = L.line;
+      L.line = L.coded;
+    }
+    if (!ring_.empty()) ring_[pos & ring_mask()] = u8(c);
+    if (!prm_.match) return;
+    if (L.len > 0) {  // the match goes on if it predicted this byte from known history
+      if (valid(L.ptr, at) && ring_[L.ptr & ring_mask()] == c) {
+        L.len += L.len < 65535;
+        ++L.ptr;
+      } else {
+        L.len = 0;
+      }
+    }
+    if (L.coded < u32(prm_.match_min)) return;
+    const u64 key = prm_.match_min >= 8 ? L.hist : L.hist & ((u64(1) << (8 * prm_.match_min)) - 1);
+    u64& head = heads_[hash64(key, 17) >> (32 - prm_.match_bits)];
+    if (L.len == 0 && head) {  // a candidate: verify its last match_min bytes against ours
+      const u64 cand = head - 1;
+      u32 n = 0;
+      while (n < u32(prm_.match_min) && cand > n && valid(cand - 1 - n, at) &&
+             ring_[(cand - 1 - n) & ring_mask()] == u8(L.hist >> (8 * n)))
+        ++n;
+      if (n == u32(prm_.match_min)) {
+        L.len = n;
+        L.ptr = cand;
+      }
+    }
+    head = pos + 2;  // stores position + 1 of the next byte (0: empty)
+  }
+
+  Params prm_;
+  std::shared_ptr<const Tables> tb_;
+  // a context model: its order (1..8, or one of the kinds below) and hashed table (-1: direct)
+  struct Model {
+    int order, table;
+  };
+  static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12;
+  static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
+  std::vector<Model> models_;
+  std::vector<BucketTable> tables_;
+  std::vector<u8> direct_;  // order 1: c1 << 8 | c0 -> bit-history state
+  std::vector<StateMap> maps_;
+  StateMap match_map_;
+  std::vector<u8> ring_;
+  std::vector<u64> heads_;
+  Mixer mixer1_, mixer2_;
+  APM nn_apm_, apm1_, apm2_;
+  int n_inputs_ = 0;
+  u64 pos_ = 0;
+};
+
+
+}  // namespace shazip::stage

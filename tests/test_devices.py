@@ -1,0 +1,62 @@
+"""The int8 engine on every device writes the same archives: the native core (CPU) and the torch
+twin (quant.IntModel, the engine on a GPU) through the same stage and coders. On the CPU the
+twin stands in for the GPU; on a machine with CUDA the GPU itself is tested, both ways."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import shazip
+from shazip.adaptive import AdaptiveParams, AdaptiveStage
+from shazip.codec import mixed_decode, mixed_encode, model_decode, model_encode
+from shazip.container import Method
+from shazip.engines import IntEngine, TwinEngine, resolve_device
+from shazip.errors import UsageError
+
+SMALL = AdaptiveParams(table_bits=16, history_bits=16, match_bits=12)
+CUDA = torch.cuda.is_available()
+
+
+@pytest.mark.parametrize("lanes", [1, 3, 8])
+def test_twin_and_core_write_the_same_blocks(trained, text, lanes):
+    data = text[:2500]
+    core, twin = IntEngine(trained), TwinEngine(trained, "cpu")
+    a = mixed_encode(core, AdaptiveStage(SMALL), data, lanes)
+    b = mixed_encode(twin, AdaptiveStage(SMALL), data, lanes)
+    assert a == b
+    assert mixed_decode(twin, AdaptiveStage(SMALL), a, len(data), lanes) == data
+    m = model_encode(core, data, lanes)
+    assert m == model_encode(twin, data, lanes)
+    assert model_decode(twin, m, len(data), lanes) == data
+
+
+def test_cuda_needs_a_gpu():
+    if CUDA:
+        assert resolve_device("cuda") == "cuda"
+    else:
+        with pytest.raises(UsageError):
+            resolve_device("cuda")
+        assert resolve_device("auto") == "cpu"
+    with pytest.raises(UsageError, match="unknown device"):
+        resolve_device("tpu")
+
+
+@pytest.mark.skipif(not CUDA, reason="no CUDA device")
+@pytest.mark.parametrize("adapt", ["cm", "none"])
+def test_gpu_archives_equal_cpu_archives_both_ways(trained, text, adapt):
+    data = text[:20000]
+    on_cpu = shazip.compress(data, model=trained, lanes=20, adapt=adapt, device="cpu")
+    on_gpu = shazip.compress(data, model=trained, lanes=20, adapt=adapt, device="cuda")
+    assert on_gpu == on_cpu
+    assert shazip.decompress(on_gpu, model=trained, device="cpu") == data
+    assert shazip.decompress(on_cpu, model=trained, device="cuda") == data
+
+
+@pytest.mark.skipif(not CUDA, reason="no CUDA device")
+def test_gpu_production_shape(text):
+    """The bundled model (d_model 256: CUDA's int8 matmul path, more than 16 lanes)."""
+    data = text[:40000]
+    on_gpu = shazip.compress(data, lanes=32, device="cuda", methods=frozenset({Method.MIXED}))
+    assert on_gpu == shazip.compress(data, lanes=32, methods=frozenset({Method.MIXED}))
+    assert shazip.decompress(on_gpu, device="cuda") == data
