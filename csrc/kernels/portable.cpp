@@ -12,18 +12,20 @@ static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __re
 
 #include "kernels/generic.h"
 
-// Weights stay int8 [K, N]; four rows at a time share each weight row's loads.
-static i64 packed_bytes(i64 K, i64 N) { return K * N; }
+// Weights as int16 [K, N] (the products are then int16 x int16, which compilers vectorize
+// better than int8 x int8: clang ran twice as fast); four rows at a time share each weight
+// row's loads.
+static i64 packed_bytes(i64 K, i64 N) { return K * N * 2; }
 
 static void pack(const i8* w, i64 K, i64 N, u8* out) {
-  i8* o = reinterpret_cast<i8*>(out);
+  int16_t* o = reinterpret_cast<int16_t*>(out);
   for (i64 i = 0; i < K * N; ++i) o[i] = w[i];
 }
 
 static i64 gemm_scratch_bytes(i64, i64) { return 0; }
 
 static void gemm(const i8* a, i64 rows, i64 K, i64 N_, const u8* packed, i32* c, u8*) {
-  const i8* w = reinterpret_cast<const i8*>(packed);
+  const int16_t* w = reinterpret_cast<const int16_t*>(packed);
   const i64 N = N_;
   i64 r = 0;
   for (; r + 4 <= rows; r += 4) {
@@ -33,14 +35,14 @@ static void gemm(const i8* a, i64 rows, i64 K, i64 N_, const u8* packed, i32* c,
     i32* __restrict c3 = c2 + N;
     for (i64 n = 0; n < N; ++n) c0[n] = c1[n] = c2[n] = c3[n] = 0;
     for (i64 k = 0; k < K; ++k) {
-      const i8* __restrict wk = w + k * N;
-      const i32 a0 = a[r * K + k], a1 = a[(r + 1) * K + k], a2 = a[(r + 2) * K + k], a3 = a[(r + 3) * K + k];
+      const int16_t* __restrict wk = w + k * N;
+      const int16_t a0 = a[r * K + k], a1 = a[(r + 1) * K + k], a2 = a[(r + 2) * K + k], a3 = a[(r + 3) * K + k];
       for (i64 n = 0; n < N; ++n) {
-        const i32 x = wk[n];
-        c0[n] += a0 * x;
-        c1[n] += a1 * x;
-        c2[n] += a2 * x;
-        c3[n] += a3 * x;
+        const int16_t x = wk[n];
+        c0[n] += i32(a0) * x;
+        c1[n] += i32(a1) * x;
+        c2[n] += i32(a2) * x;
+        c3[n] += i32(a3) * x;
       }
     }
   }
@@ -48,9 +50,9 @@ static void gemm(const i8* a, i64 rows, i64 K, i64 N_, const u8* packed, i32* c,
     i32* __restrict c0 = c + r * N;
     for (i64 n = 0; n < N; ++n) c0[n] = 0;
     for (i64 k = 0; k < K; ++k) {
-      const i8* __restrict wk = w + k * N;
-      const i32 a0 = a[r * K + k];
-      for (i64 n = 0; n < N; ++n) c0[n] += a0 * i32(wk[n]);
+      const int16_t* __restrict wk = w + k * N;
+      const int16_t a0 = a[r * K + k];
+      for (i64 n = 0; n < N; ++n) c0[n] += i32(a0) * wk[n];
     }
   }
 }

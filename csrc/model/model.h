@@ -52,6 +52,11 @@ const std::vector<std::string>& table_names();
 // 64-byte aligned bytes (the kernels' packed weights and scratch)
 class Aligned {
  public:
+  Aligned() = default;
+  Aligned(const Aligned&) = delete;  // a copy would point into the original's buffer
+  Aligned& operator=(const Aligned&) = delete;
+  Aligned(Aligned&&) noexcept = default;
+  Aligned& operator=(Aligned&&) noexcept = default;
   void resize(i64 bytes);
   u8* data() const { return ptr_; }
   i64 size() const { return size_; }
