@@ -2,7 +2,8 @@
 
 Everything else is in pyproject.toml. The core is compiled for plain x86-64 (or the host's
 baseline elsewhere); its SIMD paths are compiled in their own files with `#pragma GCC target`
-and chosen at run time (csrc/kernels/dispatch.cpp), so one build runs on any CPU."""
+and chosen at run time (csrc/kernels/dispatch.cpp), so one build runs on any CPU. libzstd (csrc/third_party/zstd, one C file) is built as a static
+library and linked in, for the ZSTD block method."""
 
 from glob import glob
 
@@ -16,9 +17,15 @@ core = Pybind11Extension(
     sorted(glob("csrc/**/*.cpp", recursive=True)),
     include_dirs=["csrc"],
     cxx_std=17,
-    # Integer arithmetic only (see shazip/numerics.py): no flag here can change a result.
-    extra_compile_args=["-O3", "-fno-math-errno", "-fno-trapping-math", "-pthread"],
+    # Integer arithmetic only (see shazip/numerics.py): no flag here can change a result. -g0:
+    # Python's own CFLAGS ask for debug information, which would make the module 5x larger.
+    extra_compile_args=["-O3", "-g0", "-fno-math-errno", "-fno-trapping-math", "-pthread"],
     extra_link_args=["-pthread"],
 )
 
-setup(ext_modules=[core], cmdclass={"build_ext": build_ext})
+# build_ext builds this first and links it into the core; its symbols stay hidden in the module.
+zstd = ("zstd", {"sources": ["csrc/third_party/zstd/zstd.c"],
+                 "macros": [("ZSTDLIB_VISIBLE", ""), ("ZSTDLIB_HIDDEN", "")],
+                 "cflags": ["-O3", "-g0", "-fvisibility=hidden", "-pthread"]})
+
+setup(ext_modules=[core], libraries=[zstd], cmdclass={"build_ext": build_ext})

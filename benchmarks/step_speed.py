@@ -18,7 +18,7 @@ import time
 import numpy as np
 import torch
 
-from shazip import core, numerics, quant
+from shazip import core, exact, quant
 from shazip.config import Config
 from shazip.model import SHARNN
 
@@ -38,7 +38,7 @@ def main() -> None:
     cfg = Config(args.d_model, args.layers, args.boom, args.mem, attn_layer=-2 if args.layers > 1 else 0)
     model = SHARNN(cfg)
     model.collapse_vs()
-    m = core.model(numerics.int_weights(cfg, quant.float_params(model)), args.kernels)
+    m = core.model(exact.int_weights(cfg, quant.float_params(model)), args.kernels)
     pool = core.load().ThreadPool(args.threads)
     state, prev = m.state(args.lanes), np.random.default_rng(0).integers(0, 256, args.lanes, dtype=np.int64)
     for _ in range(cfg.mem_len + 5):

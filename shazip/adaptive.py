@@ -21,11 +21,13 @@ import decimal
 import struct
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from . import cache, core
 from .errors import CorruptArchive
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ST_MAX = 4095  # the stretch domain is [-ST_MAX, ST_MAX] in units of 1/256 nat
 
@@ -127,14 +129,14 @@ def _squash() -> tuple[int, ...]:
     name = "squash-v1.i32"  # the derivation below is fixed: a change to it needs a new name
     blob = cache.read("tables", name)
     if blob is not None and len(blob) == 4 * (2 * ST_MAX + 1):
-        return tuple(np.frombuffer(blob, dtype="<i4").tolist())
+        return struct.unpack(f"<{2 * ST_MAX + 1}i", blob)
     ctx = decimal.Context(prec=24, rounding=decimal.ROUND_HALF_EVEN)
     out = []
     for x in range(-ST_MAX, ST_MAX + 1):
         e = ctx.exp(ctx.divide(decimal.Decimal(-x), decimal.Decimal(256)))
         p = ctx.divide(decimal.Decimal(65536), ctx.add(decimal.Decimal(1), e))
         out.append(min(max(int(p.to_integral_value(rounding=decimal.ROUND_HALF_EVEN)), 1), 65535))
-    cache.write("tables", name, np.array(out, dtype="<i4").tobytes())
+    cache.write("tables", name, struct.pack(f"<{len(out)}i", *out))
     return tuple(out)
 
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 import contextlib
 import io
 from dataclasses import replace
-from typing import BinaryIO, Callable, ContextManager, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterator
 
 from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
-from .codec import ALL_METHODS, LANE_FLOOR, MAX_LANES, MIN_LANE, CodingStats, decode_block, encode_block
 from .container import (
-    BLOCK_HEADER_BYTES, MAX_BLOCK_SIZE, MAX_HEADER, ArchiveReader, ArchiveWriter, Header, Method, first_unit,
-    read_upto, record_length, verify_block,
+    ALL_METHODS, BLOCK_HEADER_BYTES, MAX_BLOCK_SIZE, MAX_HEADER, ArchiveReader, ArchiveWriter, Header, Method,
+    first_unit, read_upto, record_length, verify_block,
 )
 from .engines import (
     BY_ID, DEVICES, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, int_engine, resolve_threads,
@@ -27,7 +26,10 @@ from .engines import (
 )
 from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
-from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES
+from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_LANES, MIN_LANE
+
+if TYPE_CHECKING:
+    from .codec import CodingStats
 
 ADAPT: dict[str, AdaptiveParams | None] = dict(zip(ADAPT_CHOICES, (AdaptiveParams(), None)))
 
@@ -67,7 +69,7 @@ class Compressor:
     archive it writes then reuses them (each archive gets its own adaptive stage).
 
     `lanes`: parallel lanes per block (more is faster; each starts the model cold). None, the
-    default, chooses: at most 32, none shorter than 2 KB (codec.MIN_LANE); a number asks for
+    default, chooses: at most 32, none shorter than 2 KB (options.MIN_LANE); a number asks for
     that many, down to lanes of 256 bytes.
     `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output
     does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
@@ -164,6 +166,7 @@ class ShazipCompressor:
         c = self._c
         if self._writer is None:
             self._start(len(block) if last else None)
+        from .codec import encode_block  # numpy: imported by the first block, not by an empty input
         with _threads(c.kind, c.threads):
             method, k, payload = encode_block(c._engine, block, c.lanes, self._progress, c.methods, self._stats,
                                               self._stage, c.min_lane)
@@ -242,6 +245,7 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
     get_engine = _engine(kind, loaded, h.threads if kind is FloatEngine else threads, device)
     get_stage = _Once(stage) if h.adapt_version else None
     for bh, payload in reader.blocks():
+        from .codec import decode_block  # numpy: imported by the first block, not by an empty archive
         with _threads(kind, h.threads):
             try:
                 block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage)

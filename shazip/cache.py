@@ -1,5 +1,5 @@
 """The per-user cache ($SHAZIP_CACHE or ~/.cache/shazip): what is slow to make and the same on
-every run, kept between runs: the integer lookup tables (numerics.py, adaptive.py), whose exact
+every run, kept between runs: the integer lookup tables (exact.py, adaptive.py), whose exact
 derivation in `decimal` takes half a second. Never code: the native core is built at install.
 
 A cached blob is stored with its sha256 and read back only if that matches, so a torn or

@@ -25,27 +25,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-import zstandard
 
 from . import core
-from .container import Method
+from .container import ALL_METHODS, Method
 from .engines import FloatEngine, IntEngine, TwinEngine
 from .errors import CorruptArchive
+from .options import LANE_FLOOR, MAX_LANES, MIN_LANE  # noqa: F401 (MIN_LANE: the lane policy's, re-exported)
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveStage
 
 Engine = IntEngine | TwinEngine | FloatEngine
 BOS = 0  # the "previous byte" fed to every lane at its start
-MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
-# Lanes per block. Each lane starts the model cold (the adaptive stage's tables, shared by the
-# lanes, soften that), and each step has a fixed cost (~0.5 ms on one core) whatever the lane
-# count, so a block of n bytes in lanes of L bytes takes ~0.5 ms * L more than its per-byte
-# work. Measured (benchmarks/lanes.py, results in benchmarks/README.md): lanes of 2 KB instead
-# of 256 B save 12-14 % on 5-12 KB files and 1-3 % on 40-53 KB ones, for at most ~1 s more.
-LANE_FLOOR = 256  # what archives may hold: at most n // 256 lanes (every shazip encoder keeps to it)
-MIN_LANE = 2048  # the automatic choice: at most DEFAULT_LANES lanes, none shorter than this
 ZSTD_LEVEL = 19
+TRIVIAL = 1024  # a block zstd shrinks 1024-fold or more is left to zstd (unless only the model is allowed)
 CHUNK_BYTES = 64  # bytes coded per call into the core between progress reports (about a millisecond)
 
 
@@ -203,32 +196,33 @@ def order0_entropy(data: bytes) -> float:
     return float(-(p * np.log2(p)).sum())
 
 
-ALL_METHODS = frozenset(Method)
-
-
 def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, progress=None,
                  methods: frozenset[Method] = ALL_METHODS, stats: CodingStats | None = None,
                  get_stage: Callable[[], AdaptiveStage] | None = None,
                  min_lane: int = LANE_FLOOR) -> tuple[Method, int, bytes]:
     """The smallest of the allowed methods (model-coded, zstd, raw; ties go to the cheaper
     decode). The model codes MIXED with an adaptive stage (`get_stage`), else MODEL. Unless
-    the model is the only choice, data whose byte histogram is already near 8 bits/byte
-    (compressed or random) skips the model: it cannot win and would cost time; such data also
-    skips zstd's slow level when its fast level finds nothing. `get_engine` and `get_stage`
-    are called only if the model is tried."""
+    the model is the only choice, it is skipped where it cannot pay for its time: data whose
+    byte histogram is already near 8 bits/byte (compressed or random: it cannot win; such data
+    also skips zstd's slow level when its fast level finds nothing), and data zstd already
+    shrinks to at most 1/TRIVIAL of its size (zeros, padding, a repeated record: the model
+    could save at most that little, at ~50 µs a byte). `get_engine` and `get_stage` are called
+    only if the model is tried."""
     candidates = []
-    dense = order0_entropy(data) >= 7.5
+    dense, trivial = order0_entropy(data) >= 7.5, False
     if Method.RAW in methods:
         candidates.append((Method.RAW, 1, data))
     if Method.ZSTD in methods:
-        quick = zstandard.ZstdCompressor(level=1).compress(data)
+        zstd = core.load().zstd_compress
+        quick = zstd(data, 1)
         # Dense data that zstd's fastest level cannot shrink by 1 % is left to it: level 19
         # runs at ~5 MB/s and would not do better on such data.
         level = 1 if dense and len(quick) > 0.99 * len(data) else ZSTD_LEVEL
-        candidates.append((Method.ZSTD, 1, quick if level == 1 else zstandard.ZstdCompressor(level=level).compress(data)))
+        candidates.append((Method.ZSTD, 1, quick if level == 1 else zstd(data, level)))
+        trivial = len(candidates[-1][2]) * TRIVIAL <= len(data)
     by_model = Method.MODEL if get_stage is None else Method.MIXED
     stage, snapshot = None, None
-    if by_model in methods and (methods == {by_model} or not dense):
+    if by_model in methods and (methods == {by_model} or not (dense or trivial)):
         k = effective_lanes(len(data), lanes, min_lane)
         if get_stage is None:
             payload = model_encode(get_engine(), data, k, progress, stats)
@@ -268,13 +262,10 @@ def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, p
     if lanes != 1:
         raise CorruptArchive(f"{lanes} lanes on a block that is not model-coded")
     if method == Method.ZSTD:
-        # Our frames record their content size; a damaged one could claim exabytes, and zstandard
-        # would allocate what the frame claims, so the claim is checked first.
+        # One frame of exactly n bytes (the core checks the frame's claim before allocating)
         try:
-            if zstandard.get_frame_parameters(payload).content_size != n:
-                raise CorruptArchive("zstd data is damaged (wrong content size)")
-            out = zstandard.ZstdDecompressor().decompress(payload, max_output_size=n)
-        except zstandard.ZstdError as e:
+            out = core.load().zstd_decompress(payload, n)
+        except core.load().DataError as e:
             raise CorruptArchive(f"zstd data is damaged ({e})") from None
     else:
         out = payload

@@ -78,6 +78,7 @@ class Method(enum.IntEnum):
     MIXED = 3  # binary decisions under the model mixed with the adaptive stage (format 2)
 
 
+ALL_METHODS = frozenset(Method)
 _METHOD_VALUES = frozenset(m.value for m in Method)
 
 

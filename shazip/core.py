@@ -4,7 +4,10 @@ loop in one C++ module (csrc/), compiled when shazip is installed. Nothing is bu
 This module imports it once, checks that it is the build this Python code expects (its ABI number
 and the numerics constants it was compiled with, `contract()`, against numerics.py), and turns a
 model's integer constants into the core's model. A missing or damaged module is a one-line
-`CoreUnavailable`, never a crash: reinstalling shazip builds it again."""
+`CoreUnavailable`, never a crash: reinstalling shazip builds it again.
+
+exact.py (and with it numpy, a tenth of a second) is imported only to build a model: an empty
+input or an archive of stored blocks needs neither."""
 
 from __future__ import annotations
 
@@ -12,11 +15,15 @@ import importlib.util
 import os
 import struct
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .errors import ContractError, CoreUnavailable
-from .numerics import CONTRACT, TABLES, IntWeights, Linear, Norm
+from .numerics import CONTRACT, TABLES
 
-ABI = 1  # csrc/module.cpp's ABI attribute: bumped with any change to the bindings' shapes
+if TYPE_CHECKING:
+    from .exact import IntWeights, Linear
+
+ABI = 2  # csrc/module.cpp's ABI attribute: bumped with any change to the bindings' shapes
 _module: ModuleType | None = None
 
 
@@ -78,6 +85,7 @@ def _linear(name: str, lin: Linear) -> dict:
 
 def _block(b: dict) -> tuple[dict, dict]:
     """A block's constants as the core's named arrays, and its shifts."""
+    from .exact import Linear, Norm
     arrays, shifts = {}, {}
     for name, v in b.items():
         if isinstance(v, Linear):

@@ -19,15 +19,16 @@ import math
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterator
 
 from . import core
 from .errors import UnsupportedVersion, UsageError
 from .modelfile import LoadedModel
 from .numerics import ENGINE_VERSION
 from .options import DEVICES
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_THREADS = 255  # the header's field is one byte
 

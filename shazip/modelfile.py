@@ -10,12 +10,19 @@ in float32 (one IEEE rounding per weight, the same everywhere), and saving check
 quantizing those float weights per row gives back exactly the stored integers, so a float file
 and its int8 export run the same integer model. Bundled models live in `shazip/models/` and are
 listed in `shazip/models/index.json` with their sha256, which is checked on every load.
+
+Reading a model checks its config and every tensor's name, type and shape from the file's JSON
+header; the weights themselves (numpy, a tenth of a second to import) are read at their first
+use, and checked then (finite numbers). A model file given by path is read in full at once, so
+a bad one fails before any work; a bundled one, whose sha256 matches what was checked when it
+was bundled, waits until a block needs it: an empty input never loads numpy.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import struct
 from dataclasses import dataclass, field
@@ -23,15 +30,14 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-from safetensors.numpy import load as st_load
-
 from .config import Config, tensor_shapes
 from .errors import ModelError
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from .exact import IntWeights
     from .model import SHARNN
-    from .numerics import IntWeights
 
 FORMAT = "shazip-model/1"
 BUNDLED_DIR = Path(__file__).parent / "models"
@@ -40,18 +46,17 @@ MAX_HEADER = 1 << 20  # a safetensors JSON header larger than this is not ours
 
 @dataclass
 class LoadedModel:
-    """A model file's weights, checked against its config; numpy only. The integer engine's
-    constants (`int_weights`) and the torch model (`model`, for training and the float engine)
-    are made from them on first use."""
+    """A model file, its config and tensor shapes checked. Its weights (`params`, numpy), the
+    integer engine's constants (`int_weights`) and the torch model (`model`, for training and
+    the float engine) are made from the file on first use."""
 
     name: str
     model_id: bytes  # sha256 of the file
     cfg: Config
-    params: dict[str, np.ndarray]  # float32 weights by state-dict name, as the float model holds them
+    blob: bytes = field(repr=False)  # the file
     info: dict = field(default_factory=dict)  # free-form figures recorded at export
     path: Path | None = None
-    # int8 files: each stored matrix as (int8 q [N, K], float32 scale [N]), for the integer engine
-    int8_rows: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    where: str = "model"  # how errors name it
     _made: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -60,12 +65,27 @@ class LoadedModel:
 
     @property
     def num_params(self) -> int:
-        return sum(v.size for v in self.params.values())
+        return sum(math.prod(s) for s in tensor_shapes(self.cfg).values())
+
+    @property
+    def params(self) -> dict[str, np.ndarray]:
+        """float32 weights by state-dict name, as the float model holds them."""
+        return self._tensors()[0]
+
+    @property
+    def int8_rows(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """int8 files: each stored matrix as (int8 q [N, K], float32 scale [N]), for the integer engine."""
+        return self._tensors()[1]
+
+    def _tensors(self) -> tuple[dict, dict]:
+        if "tensors" not in self._made:
+            self._made["tensors"] = _read_tensors(self.blob, self.where)
+        return self._made["tensors"]
 
     def int_weights(self) -> IntWeights:
-        """The integer model's constants (numerics.py), derived once."""
+        """The integer model's constants (exact.py), derived once."""
         if "int" not in self._made:
-            from .numerics import int_weights
+            from .exact import int_weights
             self._made["int"] = int_weights(self.cfg, self.params, self.int8_rows)
         return self._made["int"]
 
@@ -109,7 +129,7 @@ def _int8_names(tensors: dict) -> list[str]:
 def _pack_int8(tensors: dict) -> dict:
     import torch
 
-    from .numerics import quantize_weight
+    from .exact import quantize_weight
     out = dict(tensors)
     for k in _int8_names(tensors):
         w = tensors[k].double()
@@ -124,22 +144,65 @@ def _pack_int8(tensors: dict) -> dict:
     return out
 
 
-def _unpack_int8(tensors: dict[str, np.ndarray], where: str):
-    """(float32 weights for the model, {name: (int8 q, float32 scale)} of the int8 matrices)."""
+def _unpack_int8(tensors: dict[str, np.ndarray]) -> tuple[dict, dict]:
+    """(float32 weights for the model, {name: (int8 q, float32 scale)} of the int8 matrices);
+    their types and shapes were checked from the header (`_check_tensors`)."""
     out, rows = {}, {}
     for k, v in tensors.items():
         if k.endswith(".scale") and f"{k[:-6]}.q8" in tensors:
             continue
         if k.endswith(".q8"):
-            base, scale = k[:-3], tensors.get(f"{k[:-3]}.scale")
-            if (v.dtype != np.int8 or v.ndim != 2 or scale is None or scale.dtype != np.float32
-                    or tuple(scale.shape) != (v.shape[0],)):
-                raise ModelError(f"{where}: invalid model file (bad int8 tensor {base})")
-            out[base] = v.astype(np.float32) * scale[:, None]  # one float32 product each, as torch's
+            base, scale = k[:-3], tensors[f"{k[:-3]}.scale"]
+            out[base] = v.astype("float32") * scale[:, None]  # one float32 product each, as torch's
             rows[base] = (v, scale)
         else:
             out[k] = v
     return out, rows
+
+
+def _read_tensors(blob: bytes, where: str) -> tuple[dict, dict]:
+    """The file's weights (`_unpack_int8`), refused unless every one is a finite number."""
+    import numpy as np
+    from safetensors.numpy import load as st_load
+    try:
+        tensors = st_load(blob)
+    except Exception as e:  # offsets, sizes: the header promised what the body does not hold
+        raise _invalid(where, e) from None
+    params, rows = _unpack_int8(tensors)
+    if not all(bool(np.isfinite(v).all()) for v in params.values()):
+        raise ModelError(f"{where}: invalid model file (weights that are not finite numbers)")
+    return params, rows
+
+
+def _invalid(where: str, e: Exception) -> ModelError:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return ModelError(f"{where}: invalid model file ({first})")
+
+
+def _check_tensors(header: dict, cfg: Config, where: str) -> None:
+    """Every tensor's name, type and shape, from the JSON header alone: float32 tensors, or int8
+    matrices ("W.q8") with a float32 scale per row ("W.scale"), as the config's model has them."""
+    entries = {k: v for k, v in header.items() if k != "__metadata__"}
+    got, types = {}, set()
+    for k, v in entries.items():
+        if k.endswith(".scale") and f"{k[:-6]}.q8" in entries:
+            continue
+        shape = tuple(v["shape"])
+        if k.endswith(".q8"):
+            base, scale = k[:-3], entries.get(f"{k[:-3]}.scale")
+            if (v["dtype"] != "I8" or len(shape) != 2 or scale is None or scale["dtype"] != "F32"
+                    or tuple(scale["shape"]) != shape[:1]):
+                raise ModelError(f"{where}: invalid model file (bad int8 tensor {base})")
+            got[base] = shape
+        else:
+            got[k] = shape
+            types.add(v["dtype"])
+    expected = tensor_shapes(cfg)
+    if got != expected:
+        wrong = sorted(set(got) ^ set(expected)) or [k for k in expected if got[k] != expected[k]]
+        raise ModelError(f"{where}: invalid model file (tensors do not match its config: {wrong[0]})")
+    if types - {"F32"}:
+        raise ModelError(f"{where}: invalid model file (weights that are not float32)")
 
 
 def _write_atomic(path: Path, blob: bytes) -> None:
@@ -148,43 +211,41 @@ def _write_atomic(path: Path, blob: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _metadata(blob: bytes, where: str) -> dict:
+def _header(blob: bytes, where: str) -> dict:
+    """The safetensors JSON header (tensors and "__metadata__"), if it is a shazip model's."""
     if len(blob) < 8:
         raise ModelError(f"{where}: not a shazip model (too short)")
     (n,) = struct.unpack("<Q", blob[:8])
     if n > min(MAX_HEADER, len(blob) - 8):
         raise ModelError(f"{where}: not a shazip model (not a safetensors file)")
     try:
-        meta = json.loads(blob[8 : 8 + n]).get("__metadata__") or {}
+        header = json.loads(blob[8 : 8 + n])
+        meta = header.get("__metadata__") or {}
     except (ValueError, AttributeError):
         raise ModelError(f"{where}: not a shazip model (not a safetensors file)") from None
     if meta.get("format") != FORMAT:
         raise ModelError(f"{where}: not a shazip model (format {meta.get('format')!r}, expected {FORMAT!r})")
-    return meta
+    return header
 
 
-def model_from_bytes(blob: bytes, where: str, path: Path | None = None) -> LoadedModel:
-    meta = _metadata(blob, where)
+def model_from_bytes(blob: bytes, where: str, path: Path | None = None, read: bool = True) -> LoadedModel:
+    """The model in a file's bytes, its config and tensor shapes checked; with `read`, its
+    weights read and checked now too, else at their first use."""
+    header = _header(blob, where)
+    meta = header["__metadata__"]
     try:
         cfg = Config.from_dict(json.loads(meta["config"]))
         info = json.loads(meta.get("info", "{}"))
-        tensors, int8_rows = _unpack_int8(st_load(blob), where)
-        expected = tensor_shapes(cfg)
-        got = {k: tuple(v.shape) for k, v in tensors.items()}
-        if got != expected:
-            wrong = sorted(set(got) ^ set(expected)) or [k for k in expected if got[k] != expected[k]]
-            raise ModelError(f"{where}: invalid model file (tensors do not match its config: {wrong[0]})")
-        if any(v.dtype != np.float32 for v in tensors.values()):
-            raise ModelError(f"{where}: invalid model file (weights that are not float32)")
-        if not all(bool(np.isfinite(v).all()) for v in tensors.values()):
-            raise ModelError(f"{where}: invalid model file (weights that are not finite numbers)")
+        _check_tensors(header, cfg, where)
     except ModelError:
         raise
-    except Exception as e:  # shapes, missing tensors, bad JSON: all mean "not a valid model"
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ModelError(f"{where}: invalid model file ({first})") from None
-    return LoadedModel(meta.get("name", path.stem if path else "model"), hashlib.sha256(blob).digest(), cfg, tensors,
-                       info, path, int8_rows)
+    except Exception as e:  # shapes, missing fields, bad JSON: all mean "not a valid model"
+        raise _invalid(where, e) from None
+    loaded = LoadedModel(meta.get("name", path.stem if path else "model"), hashlib.sha256(blob).digest(), cfg, blob,
+                         info, path, where)
+    if read:
+        loaded._tensors()
+    return loaded
 
 
 def bundled_index() -> dict[str, dict]:
@@ -240,7 +301,7 @@ def load_model(spec: str | os.PathLike = "default") -> LoadedModel:
         blob = path.read_bytes()
         if hashlib.sha256(blob).hexdigest() != idx[spec]["sha256"]:
             raise ModelError(f"bundled model '{spec}' is damaged (sha256 mismatch); reinstall shazip")
-        return model_from_bytes(blob, f"model '{spec}'", path)
+        return model_from_bytes(blob, f"model '{spec}'", path, read=False)  # checked when it was bundled
     path = Path(spec)
     if not path.is_file():
         known = ", ".join(sorted(idx)) or "none bundled"

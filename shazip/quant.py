@@ -1,7 +1,7 @@
 """The integer model in plain torch: the reference ("the twin") of the numerics contract.
 
-The rules, the constants and their derivation are in numerics.py (torch-free: the CPU path never
-imports torch). This module runs the same integers with torch operations on any device: tests
+The rules and constants are in numerics.py, their derivation for a model in exact.py (both
+torch-free: the CPU path never imports torch). This module runs the same integers with torch operations on any device: tests
 compare the native core with it on every kernel path, and it is the engine on a GPU (where
 `torch._int_mm` and exact float32 `bmm`s over integer operands carry the matmuls, rule 2).
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from . import numerics
+from . import exact, numerics
 from .errors import ModelError
 from .numerics import C_MAX, EXP_ATT_RANGE, EXP_OUT_RANGE, FRAC, GATE_FRAC, LUT_RANGE, MIX_MASS, NORM_GAIN_BITS, ONE, R_MAX
 
@@ -67,7 +67,7 @@ def int_mm(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class QLinear:
-    """numerics.Linear's y = round((sum_i acc_i * e_i * mult_i + bias) / 2**shift) on torch tensors."""
+    """exact.Linear's y = round((sum_i acc_i * e_i * mult_i + bias) / 2**shift) on torch tensors."""
 
     weights: list[torch.Tensor]
     mults: list[torch.Tensor]
@@ -75,7 +75,7 @@ class QLinear:
     shift: int
 
     @staticmethod
-    def of(lin: numerics.Linear, device) -> "QLinear":
+    def of(lin: exact.Linear, device) -> "QLinear":
         return QLinear([torch.from_numpy(w).to(device) for w in lin.weights],
                        [torch.from_numpy(m).to(device) for m in lin.mults], torch.from_numpy(lin.bias).to(device),
                        lin.shift)
@@ -90,13 +90,13 @@ class QLinear:
 
 @dataclass
 class QNorm:
-    """numerics.Norm's LayerNorm on torch tensors."""
+    """exact.Norm's LayerNorm on torch tensors."""
 
     gain: torch.Tensor
     bias: torch.Tensor
 
     @staticmethod
-    def of(norm: numerics.Norm, device) -> "QNorm":
+    def of(norm: exact.Norm, device) -> "QNorm":
         return QNorm(torch.from_numpy(norm.gain).to(device), torch.from_numpy(norm.bias).to(device))
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -124,21 +124,21 @@ class IntState:
 
 class IntModel:
     """The SHA-RNN in integers (rules in numerics.py), in torch on any device. Built from a float
-    model (an in-training one too), or from a model file's constants (`numerics.IntWeights`, as
+    model (an in-training one too), or from a model file's constants (`exact.IntWeights`, as
     `LoadedModel.int_weights()` gives them); `step` mirrors `SHARNN.step` and returns integer
     frequencies [B, 256] (all >= 1)."""
 
-    def __init__(self, model: SHARNN | numerics.IntWeights, device: torch.device | str = "cpu",
-                 int8_rows: dict[str, numerics.Rows] | None = None) -> None:
-        weights = model if isinstance(model, numerics.IntWeights) else numerics.int_weights(
+    def __init__(self, model: SHARNN | exact.IntWeights, device: torch.device | str = "cpu",
+                 int8_rows: dict[str, exact.Rows] | None = None) -> None:
+        weights = model if isinstance(model, exact.IntWeights) else exact.int_weights(
             model.cfg, float_params(model), int8_rows)
         cfg = weights.cfg
         if torch.device(device).type == "cuda" and (cfg.d_model % 8 or cfg.d_boom % 8):
             raise ModelError("the CUDA int8 matmul needs d_model and d_boom to be multiples of 8")
         self.cfg, self.device, self.weights = cfg, torch.device(device), weights
         self.embed = torch.from_numpy(weights.embed).to(self.device)
-        self.blocks = [{k: QLinear.of(v, self.device) if isinstance(v, numerics.Linear) else
-                        QNorm.of(v, self.device) if isinstance(v, numerics.Norm) else torch.from_numpy(v).to(self.device)
+        self.blocks = [{k: QLinear.of(v, self.device) if isinstance(v, exact.Linear) else
+                        QNorm.of(v, self.device) if isinstance(v, exact.Norm) else torch.from_numpy(v).to(self.device)
                         for k, v in b.items()} for b in weights.blocks]
         self.out = QLinear.of(weights.out, self.device)
         self.tables = {name: torch.from_numpy(t).to(self.device) for name, t in weights.tables.items()}

@@ -12,6 +12,7 @@ import zstandard
 import shazip
 from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
 from shazip.container import Method
+from shazip.engines import IntEngine
 from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
 from shazip.testing import flip, payload_spans
 
@@ -71,6 +72,17 @@ def test_method_choice_picks_the_smallest(random_model, text):
     assert method == Method.RAW and lanes == 1 and payload == noise
     method, _, payload = encode_block(lambda: None, text[:5000], 8, methods=frozenset({Method.ZSTD, Method.RAW}))
     assert method == Method.ZSTD and len(payload) < 5000
+
+
+def test_blocks_zstd_all_but_erases_skip_the_model(random_model):
+    """Zeros and a repeated record: zstd leaves so little that the model cannot pay for its
+    time, so it is not run (10 MB of zeros take a second, not minutes); asked for alone, it is."""
+    untried = lambda: pytest.fail("the model is not tried on what zstd all but erases")  # noqa: E731
+    for data in (bytes(1 << 20), b"2026-11-23 12:00:00 INFO request served in 3 ms\n" * 20000):
+        method, lanes, payload = encode_block(untried, data, 8, get_stage=untried)
+        assert method == Method.ZSTD and lanes == 1 and len(payload) * 1024 <= len(data)
+    method, _, _ = encode_block(lambda: IntEngine(random_model), bytes(4096), 8, methods=frozenset({Method.MODEL}))
+    assert method == Method.MODEL
 
 
 # ---------------------------------------------------------------- damaged payloads name their block

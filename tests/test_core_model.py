@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from shazip import _core, core, numerics, quant
+from shazip import _core, core, exact, quant
 from shazip.config import Config
 from shazip.model import SHARNN
 from shazip.modelfile import load_model
@@ -25,12 +25,12 @@ TEXT = (DATA / "wiki.xml").read_bytes()
 
 
 @lru_cache(maxsize=None)
-def trained_weights() -> numerics.IntWeights:
+def trained_weights() -> exact.IntWeights:
     return load_model(DATA / "tiny-trained.safetensors").int_weights()
 
 
 @lru_cache(maxsize=None)
-def random_weights(d: int, boom: int, mem: int, seed: int) -> numerics.IntWeights:
+def random_weights(d: int, boom: int, mem: int, seed: int) -> exact.IntWeights:
     """A random model with every parameter (gates too) perturbed, so every path carries real values."""
     torch.manual_seed(seed)
     m = SHARNN(Config(d_model=d, n_layers=2, d_boom=boom, mem_len=mem))
@@ -41,7 +41,7 @@ def random_weights(d: int, boom: int, mem: int, seed: int) -> numerics.IntWeight
     return quant.IntModel(m).weights
 
 
-def weights(name: tuple) -> numerics.IntWeights:
+def weights(name: tuple) -> exact.IntWeights:
     """("trained",) or ("random", d, boom, mem, seed)"""
     return trained_weights() if name[0] == "trained" else random_weights(*name[1:])
 
@@ -147,7 +147,7 @@ def test_steps_with_no_lanes_advance():
 # Construction: the constants are checked
 
 
-def core_args(w: numerics.IntWeights) -> dict:
+def core_args(w: exact.IntWeights) -> dict:
     """_core.Model's arguments for these constants, as core.model passes them."""
     def linear(name, lin):
         return ({f"{name}.w{p}": x for p, x in enumerate(lin.weights)}
@@ -157,10 +157,10 @@ def core_args(w: numerics.IntWeights) -> dict:
     for b in w.blocks:
         arrays, sh = {}, {}
         for name, v in b.items():
-            if isinstance(v, numerics.Linear):
+            if isinstance(v, exact.Linear):
                 arrays |= linear(name, v)
                 sh[name] = v.shift
-            elif isinstance(v, numerics.Norm):
+            elif isinstance(v, exact.Norm):
                 arrays |= {f"{name}.gain": v.gain, f"{name}.bias": v.bias}
             else:
                 arrays[name] = v

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
 import shazip
-from shazip import numerics, quant
+from shazip import exact, numerics, quant
 from shazip.codec import model_encode
 from shazip.engines import IntEngine, TwinEngine
 from shazip.container import ArchiveReader, Method
@@ -153,7 +153,7 @@ def test_layernorm_matches_float(seed, spread):
         ln.bias.copy_(torch.randn(64, generator=g))
     x = torch.randn(8, 64, generator=g, dtype=torch.float64) * spread
     xi = torch.round(x * numerics.ONE).to(torch.int64)
-    norm = numerics.Norm.build(ln.weight.detach().numpy(), ln.bias.detach().numpy(), "test")
+    norm = exact.Norm.build(ln.weight.detach().numpy(), ln.bias.detach().numpy(), "test")
     got = quant.QNorm.of(norm, "cpu")(xi).double() / numerics.ONE
     want = F.layer_norm(xi.double() / numerics.ONE, (64,), ln.weight.double(), ln.bias.double(), 1e-12)
     assert (got - want).abs().max() < 3 / numerics.ONE
@@ -168,7 +168,7 @@ def test_qlinear_matches_float(seed):
     w, b = torch.randn(48, 32, generator=g), torch.randn(48, generator=g)
     x = torch.randn(5, 32, generator=g) * 3
     xi = torch.round(x.double() * numerics.ONE).to(torch.int64)
-    lin = quant.QLinear.of(numerics.Linear.build([(w.numpy(), 1 / numerics.ONE, numerics.R_MAX, None)], b.numpy(), "test"), "cpu")
+    lin = quant.QLinear.of(exact.Linear.build([(w.numpy(), 1 / numerics.ONE, numerics.R_MAX, None)], b.numpy(), "test"), "cpu")
     got = lin([quant.quantize_rows(xi)]).double() / numerics.ONE
     want = xi.double() / numerics.ONE @ w.double().T + b.double()
     bound = (w.abs().sum(1)[None] * x.abs().amax(1, keepdim=True) / 127).double()
@@ -177,7 +177,7 @@ def test_qlinear_matches_float(seed):
 
 def test_lookup_tables_match_functions():
     def table(name: str) -> torch.Tensor:
-        return torch.from_numpy(numerics.table(name)).double()
+        return torch.from_numpy(exact.table(name)).double()
 
     xs = torch.arange(-numerics.LUT_RANGE * numerics.ONE, numerics.LUT_RANGE * numerics.ONE + 1).double() / numerics.ONE
     q15 = float(1 << numerics.GATE_FRAC)

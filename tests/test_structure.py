@@ -32,7 +32,8 @@ def test_decompress_imports_no_tools(tmp_path, trained, text):
 
 def test_cpu_path_imports_no_torch(tmp_path, trained, text):
     """Compressing (the default: the adaptive stage), -d, -t and -l on the CPU run on the native
-    core alone: torch is never imported (it costs a second and 200 MB at every start)."""
+    core alone: torch is never imported (it costs a second and 200 MB at every start), nor
+    python-zstandard (the core has its own libzstd; the base install does not have the module)."""
     src = tmp_path / "t.txt"
     src.write_bytes(text[:5000])
     model = ["--model", str(trained.path)]
@@ -41,7 +42,20 @@ def test_cpu_path_imports_no_torch(tmp_path, trained, text):
     for what, args in runs.items():
         mods = imported_by(*args)
         assert "shazip.core" in mods or what == "-l", what  # the model ran (-l reads headers only)
-        assert not {m for m in mods if m == "torch" or m.startswith("torch.")}, what
+        assert not {m for m in mods if m.split(".")[0] in ("torch", "zstandard")}, what
+
+
+def test_an_empty_input_loads_no_numpy(tmp_path):
+    """An empty file (or archive of one) needs no model weights and no block coder: start-up is
+    Python, click and shazip's own modules, not numpy's tenth of a second."""
+    src = tmp_path / "e.txt"
+    src.write_bytes(b"")
+    runs = {"compress": ["-q", "-f", str(src)], "-d": ["-d", "-c", "-q", f"{src}.shz"],
+            "-t": ["-t", "-q", f"{src}.shz"], "-l": ["-l", f"{src}.shz"]}
+    for what, args in runs.items():
+        mods = imported_by(*args)
+        assert "shazip.api" in mods or what == "-l", what
+        assert not {m for m in mods if m.split(".")[0] in ("numpy", "torch", "safetensors")}, what
 
 
 def _imports(path: Path) -> set[str]:
