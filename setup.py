@@ -28,4 +28,15 @@ zstd = ("zstd", {"sources": ["csrc/third_party/zstd/zstd.c"],
                  "macros": [("ZSTDLIB_VISIBLE", ""), ("ZSTDLIB_HIDDEN", "")],
                  "cflags": ["-O3", "-g0", "-fvisibility=hidden", "-pthread"]})
 
-setup(ext_modules=[core], libraries=[zstd], cmdclass={"build_ext": build_ext})
+
+
+class BuildExt(build_ext):
+    """build_ext links libzstd but runs build_clib only under `build` (pip); this makes
+    `python setup.py build_ext --inplace` work too."""
+
+    def run(self) -> None:
+        self.run_command("build_clib")
+        super().run()
+
+
+setup(ext_modules=[core], libraries=[zstd], cmdclass={"build_ext": BuildExt})

@@ -168,11 +168,16 @@ class AdaptiveStage:
         return self._stage.bytes
 
     def snapshot(self) -> object:
-        """A copy of every table (a memcpy of `nbytes`), for `restore`."""
-        return self._stage.snapshot()
+        """A copy of every table (a memcpy of `nbytes`), for `restore`; None for a stage that has
+        coded nothing yet (restoring it makes the stage fresh again, without the copy: the first
+        block of every archive, and the only one of a small file)."""
+        return None if self.position == 0 else self._stage.snapshot()
 
     def restore(self, snapshot: object) -> None:
-        self._stage.restore(snapshot)
+        if snapshot is None:
+            self.__post_init__()
+        else:
+            self._stage.restore(snapshot)
 
     def encoder(self, lanes: int, span: int, measure: bool = False) -> AdaptiveEncoder:
         """A coder for one block of `lanes` lanes of at most `span` bytes (lane i is the block's

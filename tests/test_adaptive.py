@@ -126,6 +126,17 @@ def test_snapshot_restore(text):
         AdaptiveStage(AdaptiveParams(table_bits=17, history_bits=16, match_bits=12)).restore(snap)
 
 
+def test_restoring_a_fresh_stage_makes_it_fresh(text):
+    """A stage that has coded nothing snapshots as nothing; restoring that undoes a block."""
+    rows = bigram_rows(text)
+    stage = AdaptiveStage(SMALL)
+    snap = stage.snapshot()
+    encode(stage, text[:4000], 3, rows)
+    stage.restore(snap)
+    assert stage.position == 0
+    assert encode(stage, text[4000:7000], 3, rows) == encode(AdaptiveStage(SMALL), text[4000:7000], 3, rows)
+
+
 def test_damaged_payload_never_crashes(text):
     data = text[:3000]
     rows = bigram_rows(text)

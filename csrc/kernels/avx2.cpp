@@ -37,21 +37,24 @@ static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __re
 
 #include "kernels/generic.h"
 
-// ---- GEMM. Weights are packed as int16 in panels of 16 columns: for each pair of rows k
-// (2kk, 2kk + 1) of w, 16 columns x 2 values, so one 256-bit load holds 8 columns' pairs and
-// vpmaddwd with a broadcast pair (a[2kk], a[2kk + 1]) gives 8 columns' partial sums. K is
-// padded to even and N to 16 with zeros. Tiles: 2 rows x 32 columns (8 accumulators, 4 weight
-// vectors), then 1 x 32, 4 x 16 and 1 x 16 for what is left. (Named accumulators: GCC 12
-// keeps arrays of them in registers less well, and ran the same loop at 60% of this speed.)
+// ---- GEMM. Weights are packed as int8 in panels of 16 columns: for each pair of rows k
+// (2kk, 2kk + 1) of w, 16 columns x 2 values, so one 128-bit load, widened to int16, holds 8
+// columns' pairs and vpmaddwd with a broadcast pair (a[2kk], a[2kk + 1]) gives 8 columns'
+// partial sums. (int8 in memory, not int16: at a few lanes the step streams every weight from
+// L3 once, and half the bytes took a third off the step; at 32 lanes the widening is free,
+// vpmaddwd being the bottleneck.) K is padded to even and N to 16 with zeros. Tiles: 2 rows x
+// 32 columns (8 accumulators, 4 weight vectors), then 1 x 32, 4 x 16 and 1 x 16 for what is
+// left. (Named accumulators: GCC 12 keeps arrays of them in registers less well, and ran the
+// same loop at 60% of this speed.)
 constexpr i64 PANEL = 16;
 
 static inline i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
 
-static i64 packed_bytes(i64 K, i64 N) { return round_up(K, 2) * round_up(N, PANEL) * 2; }
+static i64 packed_bytes(i64 K, i64 N) { return round_up(K, 2) * round_up(N, PANEL); }
 
 static void pack(const i8* w, i64 K, i64 N, u8* out) {
   const i64 KK = round_up(K, 2) / 2, panels = round_up(N, PANEL) / PANEL;
-  int16_t* o = reinterpret_cast<int16_t*>(out);
+  i8* o = reinterpret_cast<i8*>(out);
   for (i64 p = 0; p < panels; ++p)
     for (i64 kk = 0; kk < KK; ++kk)
       for (i64 c = 0; c < PANEL; ++c)
@@ -74,12 +77,12 @@ static inline void store8(i32* c, __m256i v, i64 valid) {
   }
 }
 
-#define SHAZIP_W(ptr) _mm256_load_si256(reinterpret_cast<const __m256i*>(ptr))
+#define SHAZIP_W(ptr) _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(ptr)))
 #define SHAZIP_MAC(acc, b, w) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(b, w))
 
 // rows r, r + 1 (a0, a1: their pair words) x the two panels at wp, wq; nv: valid columns from n0
 static inline void tile_2x32(const i32* __restrict a0, const i32* __restrict a1, i64 KK,
-                             const int16_t* __restrict wp, const int16_t* __restrict wq, i32* __restrict c0,
+                             const i8* __restrict wp, const i8* __restrict wq, i32* __restrict c0,
                              i32* __restrict c1, i64 nv) {
   __m256i x0 = _mm256_setzero_si256(), x1 = x0, x2 = x0, x3 = x0, y0 = x0, y1 = x0, y2 = x0, y3 = x0;
   for (i64 kk = 0; kk < KK; ++kk) {
@@ -106,8 +109,8 @@ static inline void tile_2x32(const i32* __restrict a0, const i32* __restrict a1,
   store8(c1 + 24, y3, nv - 24);
 }
 
-static inline void tile_1x32(const i32* __restrict a0, i64 KK, const int16_t* __restrict wp,
-                             const int16_t* __restrict wq, i32* __restrict c0, i64 nv) {
+static inline void tile_1x32(const i32* __restrict a0, i64 KK, const i8* __restrict wp,
+                             const i8* __restrict wq, i32* __restrict c0, i64 nv) {
   __m256i x0 = _mm256_setzero_si256(), x1 = x0, x2 = x0, x3 = x0;
   for (i64 kk = 0; kk < KK; ++kk) {
     const __m256i b0 = _mm256_set1_epi32(a0[kk]);
@@ -122,7 +125,7 @@ static inline void tile_1x32(const i32* __restrict a0, i64 KK, const int16_t* __
   store8(c0 + 24, x3, nv - 24);
 }
 
-static inline void tile_4x16(const i32* __restrict a, i64 KK, const int16_t* __restrict wp, i32* __restrict c, i64 N,
+static inline void tile_4x16(const i32* __restrict a, i64 KK, const i8* __restrict wp, i32* __restrict c, i64 N,
                              i64 nv) {
   const i32* a0 = a;
   const i32* a1 = a + KK;
@@ -154,7 +157,7 @@ static inline void tile_4x16(const i32* __restrict a, i64 KK, const int16_t* __r
   store8(c + 3 * N + 8, u1, nv - 8);
 }
 
-static inline void tile_1x16(const i32* __restrict a0, i64 KK, const int16_t* __restrict wp, i32* __restrict c0,
+static inline void tile_1x16(const i32* __restrict a0, i64 KK, const i8* __restrict wp, i32* __restrict c0,
                              i64 nv) {
   __m256i x0 = _mm256_setzero_si256(), x1 = x0;
   for (i64 kk = 0; kk < KK; ++kk) {
@@ -179,12 +182,12 @@ static void gemm(const i8* a, i64 rows, i64 K, i64 N, const u8* packed, i32* c, 
       const u32 hi = k + 1 < K ? static_cast<uint16_t>(static_cast<int16_t>(a[r * K + k + 1])) : 0;
       ap[r * KK + kk] = static_cast<i32>(lo | (hi << 16));
     }
-  const int16_t* w = reinterpret_cast<const int16_t*>(packed);
-  const i64 stride = KK * 2 * PANEL;  // int16 per panel
+  const i8* w = reinterpret_cast<const i8*>(packed);
+  const i64 stride = KK * 2 * PANEL;  // bytes per panel
   i64 p = 0;
   for (; p + 2 <= panels; p += 2) {
     const i64 n0 = p * PANEL, nv = N - n0;
-    const int16_t* wp = w + p * stride;
+    const i8* wp = w + p * stride;
     i64 r = 0;
     for (; r + 2 <= rows; r += 2)
       tile_2x32(ap + r * KK, ap + (r + 1) * KK, KK, wp, wp + stride, c + r * N + n0, c + (r + 1) * N + n0, nv);
@@ -192,7 +195,7 @@ static void gemm(const i8* a, i64 rows, i64 K, i64 N, const u8* packed, i32* c, 
   }
   if (p < panels) {
     const i64 n0 = p * PANEL, nv = N - n0;
-    const int16_t* wp = w + p * stride;
+    const i8* wp = w + p * stride;
     i64 r = 0;
     for (; r + 4 <= rows; r += 4) tile_4x16(ap + r * KK, KK, wp, c + r * N + n0, N, nv);
     for (; r < rows; ++r) tile_1x16(ap + r * KK, KK, wp, c + r * N + n0, nv);

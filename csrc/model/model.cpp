@@ -17,6 +17,7 @@ namespace {
 
 constexpr i64 VOCAB = 256;
 constexpr i64 INT64_SAFE = i64(1) << 62;
+constexpr i64 SOLO_LANES = 4;  // measured: see Model::step
 
 const std::vector<std::string> BLOCK_TENSORS = {
     "ln_start.gain", "ln_start.bias", "lstm.w0", "lstm.w1", "lstm.m0", "lstm.m1", "lstm.bias", "ln_ff.gain",
@@ -267,8 +268,14 @@ void Model::step(State& s, const u8* prev, i64 active, i64* freq, ThreadPool& po
   require(s.owner == this, "this state belongs to another model");
   require(active >= 0 && active <= s.lanes, "active lanes out of range");
   const int T = pool.size();
-  ensure_scratch(s, (s.lanes + T - 1) / T, T);
-  if (active > 0) {
+  // Fewer lanes than SOLO_LANES a member run on the caller alone: each member streams every
+  // weight from memory once a step, which at a few lanes is most of the step, and waking the
+  // team costs more than a second member saves.
+  const bool solo = T == 1 || active < T * SOLO_LANES;
+  ensure_scratch(s, std::max((s.lanes + T - 1) / T, std::min(s.lanes, T * SOLO_LANES - 1)), T);
+  if (solo) {
+    if (active > 0) lanes(s, 0, active, prev, freq, *s.scratch[0]);
+  } else {
     pool.run([&](int member) {
       const i64 lo = active * member / T, hi = active * (member + 1) / T;
       if (lo < hi) lanes(s, lo, hi, prev, freq, *s.scratch[member]);
