@@ -214,15 +214,29 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
 
 
 def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progress: Progress | None = None,
-                    threads: int = 0, device: str = "cpu") -> Iterator[bytes]:
-    """The blocks of the archive in src, each decoded and verified before it is yielded.
-    `model` overrides the archive's model name; its id must still match the archive's.
-    `threads` applies to int8 archives (float32 ones replay the encoder's thread count); 0, the
-    default, uses every available core. `device` as `Compressor`'s (int8 archives)."""
+                    threads: int = 0, device: str = "cpu", concatenated: bool = True) -> Iterator[bytes]:
+    """The blocks of the archive in src, each decoded and verified before it is yielded; then,
+    as gzip, xz and zstd do, those of every archive that follows it (`concatenated`: False
+    refuses anything after the first archive). `model` overrides the archives' model name; its
+    id must still match each archive's. `threads` applies to int8 archives (float32 ones replay
+    the encoder's thread count); 0, the default, uses every available core. `device` as
+    `Compressor`'s (int8 archives)."""
     threads = resolve_threads(threads)
     if device not in DEVICES:
         raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
-    reader = ArchiveReader(src)
+    engines: dict[tuple, _Once] = {}  # archives of the same model and engine share one
+    lead = b""
+    while True:
+        reader = ArchiveReader(src, lead, more=concatenated)
+        yield from _archive_blocks(reader, model, progress, threads, device, engines)
+        lead = reader.after
+        if not lead:
+            return
+
+
+def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, progress: Progress | None,
+                    threads: int, device: str, engines: dict[tuple, _Once]) -> Iterator[bytes]:
+    """The blocks of the archive `reader` has opened, decoded and verified."""
     h = reader.header
     kind = BY_ID.get(h.engine)
 
@@ -242,7 +256,8 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
                                      f"does not have")
         return AdaptiveStage(AdaptiveParams.unpack(h.adapt_params))
 
-    get_engine = _engine(kind, loaded, h.threads if kind is FloatEngine else threads, device)
+    key = (h.engine, h.engine_version, h.threads, h.model_id, h.model_name)
+    get_engine = engines.setdefault(key, _engine(kind, loaded, h.threads if kind is FloatEngine else threads, device))
     get_stage = _Once(stage) if h.adapt_version else None
     for bh, payload in reader.blocks():
         from .codec import decode_block  # numpy: imported by the first block, not by an empty archive
@@ -256,24 +271,29 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
 
 
 class ShazipDecompressor:
-    """Incremental decompression of one archive, as `zlib.decompressobj`: `decompress(data)`
+    """Incremental decompression of one archive, as `lzma.LZMADecompressor`: `decompress(data)`
     takes archive bytes in any pieces and returns the original bytes of every block completed
-    so far, each verified; `eof` is true once the trailer was read. Options as
+    so far, each verified. `eof` is true once the archive's end was read; whatever came after
+    it is `unused_data` (in a concatenation, the next archive: give it to a new decompressor),
+    and a further `decompress` raises EOFError. `needs_input` is true until `eof`. Options as
     `iter_decompress`."""
 
     def __init__(self, model: str | LoadedModel | None = None, threads: int = 0, device: str = "cpu") -> None:
         self._fed = io.BytesIO()
-        self._blocks = iter_decompress(self._fed, model, None, threads, device)
+        self._blocks = iter_decompress(self._fed, model, None, threads, device, concatenated=False)
         self._buf = bytearray()
         self._started = False
         self._ended = False  # the units so far hold the whole archive
         self.eof = False
+        self.unused_data = b""
+
+    @property
+    def needs_input(self) -> bool:
+        return not self.eof
 
     def decompress(self, data: bytes) -> bytes:
         if self.eof:
-            if data:
-                raise CorruptArchive("trailing data after end of archive")
-            return b""
+            raise EOFError("already at the end of the archive")
         self._buf += data
         out = []
         while (n := self._unit()) is not None:
@@ -288,8 +308,8 @@ class ShazipDecompressor:
                 out.append(next(self._blocks))
             except StopIteration:
                 self.eof = True
-                if self._buf:
-                    raise CorruptArchive("trailing data after end of archive") from None
+                self.unused_data = bytes(self._buf)
+                self._buf.clear()
                 break
         return b"".join(out)
 
@@ -311,11 +331,12 @@ class ShazipDecompressor:
 
 
 def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
-                      progress: Progress | None = None, threads: int = 0, device: str = "cpu") -> int:
-    """Decompresses src to dst, verifying each block before writing it; returns bytes written.
-    Options as `iter_decompress`."""
+                      progress: Progress | None = None, threads: int = 0, device: str = "cpu",
+                      concatenated: bool = True) -> int:
+    """Decompresses src (an archive, or several one after the other) to dst, verifying each
+    block before writing it; returns bytes written. Options as `iter_decompress`."""
     total = 0
-    for block in iter_decompress(src, model, progress, threads, device):
+    for block in iter_decompress(src, model, progress, threads, device, concatenated):
         dst.write(block)
         total += len(block)
     return total
@@ -329,7 +350,8 @@ def compress(data: bytes, model: str | LoadedModel = "default", **kw) -> bytes:
 
 
 def decompress(data: bytes, model: str | LoadedModel | None = None, **kw) -> bytes:
-    """Decompresses a whole archive in memory. Keyword arguments as `iter_decompress`."""
+    """Decompresses whole archives (one, or several one after the other) in memory. Keyword
+    arguments as `iter_decompress`."""
     out = io.BytesIO()
     decompress_stream(io.BytesIO(data), out, model, **kw)
     return out.getvalue()

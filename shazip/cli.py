@@ -421,20 +421,30 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quie
 @click.argument("file")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def info(file: str, as_json: bool) -> None:
-    """Print the header and block table of an archive."""
+    """Print the header and block table of an archive (of each, for a concatenation of them;
+    --json: one object, or a list of them)."""
     run_command(lambda: _list(file, as_json))
 
 
 def _list(file: str, as_json: bool) -> None:
-    from .engines import BY_ID
     with _input(file) as src:
         try:
-            d = describe(src)
+            archives = describe(src)
         except ArchiveError as e:
             raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
     if as_json:
-        click.echo(json.dumps(d, indent=2))
+        click.echo(json.dumps(archives[0] if len(archives) == 1 else archives, indent=2))
         return
+    for i, d in enumerate(archives):
+        if len(archives) > 1:
+            if i:
+                click.echo()
+            click.echo(f"archive {i + 1} of {len(archives)}, at byte {d['offset']}:")
+        _list_one(d)
+
+
+def _list_one(d: dict) -> None:
+    from .engines import BY_ID
     click.echo(f"format version {d['format_version']}, engine {d['engine']} "
                f"({BY_ID[d['engine']].description if d['engine'] in BY_ID else 'unknown'}) v{d['engine_version']}"
                + (f", {d['threads']} threads" if d["threads"] else "")

@@ -486,20 +486,33 @@ class ArchiveReader:
     """Reads and validates the header at construction; blocks() streams the rest once, in order.
 
     Never seeks, and tolerates short reads, so src may be a pipe.
+
+    `more`: other archives may follow this one in src (gzip's rule: a stream of archives holds
+    the concatenation of their contents). The first byte after the trailer is then kept in
+    `after` (b"" at the end of src) for the next reader, whose `lead` it is, instead of being
+    refused as trailing data; a next archive that does not start with the magic is trailing data.
     """
 
-    def __init__(self, src: BinaryIO) -> None:
+    def __init__(self, src: BinaryIO, lead: bytes = b"", more: bool = False) -> None:
         self.bytes_read = 0
         self.trailer: Trailer | None = None  # set once blocks() has been fully consumed
-        self._src = src
+        self.after = b""
+        self._src, self._lead, self._more = src, lead, more
         self._iterated = False
         self._solo: BlockHeader | None = None  # format 3: the one block, framed in the header
         self.header = self._read_header()
 
     def _read_upto(self, n: int) -> bytes:
-        data = read_upto(self._src, n)
+        lead, self._lead = self._lead[:n], self._lead[n:]
+        data = lead + read_upto(self._src, n - len(lead)) if n > len(lead) else lead
         self.bytes_read += len(data)
         return data
+
+    def _end(self) -> None:
+        """After the trailer: the end of src, or (`more`) the next archive's first byte."""
+        self.after = self._read_upto(1)
+        if self.after and not self._more:
+            raise CorruptArchive("trailing data after end of archive")
 
     def _read(self, n: int, what: str) -> bytes:
         data = self._read_upto(n)
@@ -508,7 +521,10 @@ class ArchiveReader:
         return data
 
     def _read_header(self) -> Header:
+        follows = bool(self._lead)  # another archive came before this one
         magic = self._read_upto(len(MAGIC))
+        if magic != MAGIC and follows:
+            raise CorruptArchive("trailing data after end of archive (not another shazip archive)")
         if magic != MAGIC:
             if len(magic) < len(MAGIC) and MAGIC.startswith(magic):
                 raise Truncated("archive is truncated (reading magic)")
@@ -578,8 +594,7 @@ class ArchiveReader:
             raise CorruptArchive(
                 f"trailer declares {declared_len} original bytes but the blocks hold {total_len}"
             )
-        if self._read_upto(1):
-            raise CorruptArchive("trailing data after end of archive")
+        self._end()
         return Trailer(n_blocks=declared_blocks, total_len=declared_len)
 
     def blocks(self) -> Iterator[tuple[BlockHeader, bytes]]:
@@ -593,8 +608,7 @@ class ArchiveReader:
         self._iterated = True
         if self._solo is not None:
             yield self._solo, self._read(self._solo.payload_len, "reading block 0 payload")
-            if self._read_upto(1):
-                raise CorruptArchive("trailing data after end of archive")
+            self._end()
             self.trailer = Trailer(n_blocks=1, total_len=self._solo.orig_len)
             return
         i = 0
@@ -665,9 +679,21 @@ def verify_block(bh: BlockHeader, original: bytes) -> None:
         raise ChecksumMismatch(f"block {bh.index}: checksum mismatch (data corrupted)")
 
 
-def describe(src: BinaryIO) -> dict[str, Any]:
-    """Summarize an archive for `shazip info`, validating its structure but decoding nothing."""
-    reader = ArchiveReader(src)
+def describe(src: BinaryIO) -> list[dict[str, Any]]:
+    """Summarize each archive in src (one, or a concatenation of them) for `shazip info`,
+    validating their structure but decoding nothing."""
+    out: list[dict[str, Any]] = []
+    lead, offset = b"", 0
+    while True:
+        reader = ArchiveReader(src, lead, more=True)
+        out.append(_describe(reader, offset))
+        offset += out[-1]["archive_bytes"]
+        lead = reader.after
+        if not lead:
+            return out
+
+
+def _describe(reader: ArchiveReader, offset: int) -> dict[str, Any]:
     blocks = [
         {
             "index": bh.index,
@@ -686,6 +712,7 @@ def describe(src: BinaryIO) -> dict[str, Any]:
         blocks=blocks,
         n_blocks=reader.trailer.n_blocks,
         total_len=reader.trailer.total_len,
-        archive_bytes=reader.bytes_read,
+        offset=offset,
+        archive_bytes=reader.bytes_read - len(reader.after),  # `after` is the next archive's
     )
     return info

@@ -6,7 +6,8 @@
         print(f.read())
 
 Reading decodes one block at a time (memory bounded by the block size) and verifies each
-before its bytes are returned; writing codes a block each time `block_size` bytes have come.
+before its bytes are returned; a file of several archives one after the other (`cat a.shz
+b.shz`, or appends: mode "a") reads as the concatenation of their contents, as with gzip; writing codes a block each time `block_size` bytes have come.
 `tarfile` reads and writes them in its stream modes ("r|", "w|"), and `shutil.copyfileobj`
 copies through them.
 
@@ -30,15 +31,16 @@ from .modelfile import LoadedModel
 
 
 class ShazipFile(io.BufferedIOBase):
-    """An archive opened for reading ("rb") or writing ("wb", "xb"), over a file name or a
-    binary file object. Closing a writer ends the archive; closing the file object it was
-    given is left to the caller, as `gzip.GzipFile` does."""
+    """An archive opened for reading ("rb") or writing ("wb", "xb"; "ab" writes a new archive
+    after those the file holds), over a file name or a binary file object. Closing a writer ends
+    the archive; closing the file object it was given is left to the caller, as
+    `gzip.GzipFile` does."""
 
     def __init__(self, file: str | bytes | os.PathLike | BinaryIO, mode: str = "rb", *,
                  model: str | LoadedModel | None = None, threads: int = 0, compressor: Compressor | None = None,
                  **options) -> None:
         mode = mode.replace("b", "")
-        if mode not in ("r", "w", "x"):
+        if mode not in ("r", "w", "x", "a"):
             raise ValueError(f"invalid mode {mode!r}")
         if isinstance(file, (str, bytes, os.PathLike)):
             self._fp, self._own = builtins.open(file, mode + "b"), True
@@ -181,8 +183,8 @@ class ShazipFile(io.BufferedIOBase):
 
 def open(file: str | bytes | os.PathLike | BinaryIO, mode: str = "rb", *, encoding: str | None = None,
          errors: str | None = None, newline: str | None = None, **options) -> ShazipFile | io.TextIOWrapper:
-    """A shazip archive as a binary ("rb", "wb", "xb") or text ("rt", "wt", "xt") file
-    object. Keyword options: `model`, `threads`, and for writing those of `Compressor` (`lanes`,
+    """A shazip archive as a binary ("rb", "wb", "xb", "ab") or text ("rt", "wt", "xt", "at")
+    file object. Keyword options: `model`, `threads`, and for writing those of `Compressor` (`lanes`,
     `block_size`, `adapt`, ...) or a ready `compressor`."""
     if "t" in mode:
         if "b" in mode:

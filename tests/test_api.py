@@ -275,9 +275,11 @@ def test_incremental_decompressor_fed_a_byte_at_a_time(trained, text):
     out = b"".join(d.decompress(blob[i:i + 1]) for i in range(len(blob)))
     assert out == data and d.eof
     whole = shazip.ShazipDecompressor(model=trained)
-    assert whole.decompress(blob) == data and whole.eof and whole.decompress(b"") == b""
-    with pytest.raises(CorruptArchive, match="trailing data"):
-        whole.decompress(b"x")
+    assert whole.needs_input
+    assert whole.decompress(blob + b"next") == data and whole.eof and whole.unused_data == b"next"
+    assert not whole.needs_input
+    with pytest.raises(EOFError):
+        whole.decompress(b"")
     with pytest.raises(shazip.NotAnArchive, match="gzip"):
         shazip.ShazipDecompressor().decompress(b"\x1f\x8b\x08\x00")
     with pytest.raises(shazip.UnsupportedVersion):

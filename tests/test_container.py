@@ -164,7 +164,7 @@ def test_writer_to_non_seekable_sink():
 
 def test_describe():
     data = build([(Method.MODEL, 2, b"abcdefgh", b"1234"), (Method.RAW, 1, b"q", b"q")])
-    info = describe(io.BytesIO(data))
+    (info,) = describe(io.BytesIO(data))
     assert info["model_id"] == HEADER.model_id.hex()
     assert info["model_name"] == HEADER.model_name
     assert info["format_version"] == 1
@@ -175,6 +175,8 @@ def test_describe():
         {"index": 1, "method": "raw", "lanes": 1, "orig_len": 1, "payload_len": 1},
     ]
     assert (info["n_blocks"], info["total_len"], info["archive_bytes"]) == (2, 9, len(data))
+    first, second = describe(io.BytesIO(data + data))
+    assert first == dict(info, offset=0) and second == dict(info, offset=len(data))
 
 
 @settings(max_examples=60, deadline=None)
