@@ -19,13 +19,13 @@ from .errors import (  # noqa: E402
 
 __all__ = ["open", "ShazipFile", "compress", "decompress", "Compressor", "ShazipCompressor", "ShazipDecompressor",
            "compress_stream",
-           "decompress_stream", "iter_decompress", "load", "ShazipError", "NotAnArchive",
+           "decompress_stream", "iter_decompress", "recover_stream", "Lost", "load", "ShazipError", "NotAnArchive",
            "UnsupportedVersion", "Truncated", "CorruptArchive", "ChecksumMismatch", "ModelError", "ContractError", "CoreUnavailable",
            "OutputExists", "UsageError", "__version__"]
 
 _API = {"compress": "api", "decompress": "api", "compress_stream": "api", "decompress_stream": "api",
         "iter_decompress": "api", "load": "api", "Compressor": "api", "ShazipCompressor": "api",
-        "ShazipDecompressor": "api",
+        "ShazipDecompressor": "api", "recover_stream": "api", "Lost": "api",
         "open": "fileobj", "ShazipFile": "fileobj"}
 
 

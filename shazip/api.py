@@ -11,22 +11,28 @@ from __future__ import annotations
 
 import contextlib
 import io
-from dataclasses import replace
+import itertools
+import threading
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterator
 
 from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
 from .container import (
-    ALL_METHODS, BLOCK_HEADER_BYTES, MAX_BLOCK_SIZE, MAX_HEADER, ArchiveReader, ArchiveWriter, Header, Method,
-    first_unit, read_upto, record_length, verify_block,
+    ALL_METHODS, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, ArchiveReader, ArchiveWriter, Header,
+    Method, first_unit, read_upto, record_length, verify_block,
 )
 from .engines import (
-    BY_ID, DEVICES, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, int_engine, resolve_threads,
-    torch_threads,
+    BY_ID, DEVICES, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, int_engine, resolve_device,
+    resolve_threads, torch_threads,
 )
-from .errors import CorruptArchive, ModelError, UnsupportedVersion, UsageError
+from .errors import ArchiveError, CorruptArchive, ModelError, UnsupportedVersion, UsageError
+from .frames import archive_spans, ordered_map
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
-from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_LANES, MIN_LANE
+from .options import (
+    ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
+    MIN_LANE,
+)
 
 if TYPE_CHECKING:
     from .codec import CodingStats
@@ -78,11 +84,15 @@ class Compressor:
     model alone, as shazip 0.3 coded). `device`: where the int8 engine runs: "cpu" (the native
     core), "cuda" (the torch twin on a GPU; needs torch with CUDA) or "auto" (CUDA where there
     is one); archives are the same bytes on every device. `methods` restricts the block methods
-    tried (e.g. {Method.MIXED} to measure the model)."""
+    tried (e.g. {Method.MIXED} to measure the model). `frame_size`: input bytes per frame (a
+    whole number of blocks, rounded up; 0: one archive however long the input), each an
+    independent archive, so that `compress_stream` makes `threads` frames at once with the
+    int8 engine on the CPU; the bytes do not depend on `threads`."""
 
     def __init__(self, model: str | LoadedModel = "default", *, lanes: int | None = None,
                  block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8", adapt: str = "cm",
-                 device: str = "cpu", methods: frozenset[Method] = ALL_METHODS) -> None:
+                 device: str = "cpu", methods: frozenset[Method] = ALL_METHODS,
+                 frame_size: int = DEFAULT_FRAME_SIZE) -> None:
         if lanes is not None and not 1 <= lanes <= MAX_LANES:
             raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
         self.min_lane = MIN_LANE if lanes is None else LANE_FLOOR
@@ -91,6 +101,9 @@ class Compressor:
             raise UsageError(f"block size must be between 1 and {MAX_BLOCK_SIZE}")
         if not methods:
             raise UsageError("no block method allowed")
+        if frame_size < 0:
+            raise UsageError("frame size must be 0 (one frame) or positive")
+        self.frame_blocks = -(-frame_size // block_size)  # 0: unframed
         if engine not in ENGINES:
             raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
         if adapt not in ADAPT:
@@ -116,17 +129,52 @@ class Compressor:
         # the header settles its format; format 3 leaves a bundled model's name out
         self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version == 3))
         self._engine = _engine(kind, lambda: loaded, self.threads, device)
+        # frames made at once each get an engine of one thread (the first is made on first use)
+        self._parallel = kind is IntEngine and resolve_device(device) == "cpu" and self.threads > 1
+        self._frame_engines = [_engine(kind, lambda: loaded, 1, device) for _ in range(self.threads)]
 
     def compress_stream(self, src: BinaryIO, dst: BinaryIO, progress: Progress | None = None,
                         stats: CodingStats | None = None) -> int:
-        """src to dst one block at a time (bounded memory); returns the input bytes. `stats`
-        collects the model's cross-entropy and the methods chosen."""
+        """src to dst one block at a time (bounded memory: with frames made at once, `threads` + 1
+        frames); returns the input bytes. `stats` collects the model's cross-entropy and the
+        methods chosen."""
+        frame = self.frame_blocks * self.header.block_size
+        first = read_upto(src, frame) if self._parallel and frame else b""
+        second = read_upto(src, frame) if first else b""
+        if second:  # more than one frame: several at once
+            return self._frames_at_once(itertools.chain((first, second), iter(lambda: read_upto(src, frame), b"")),
+                                        dst, progress, stats)
         obj = self.compressobj(progress, stats)
-        total = 0
+        total = len(first)
+        dst.write(obj.compress(first))
         while block := read_upto(src, self.header.block_size):
             dst.write(obj.compress(block))
             total += len(block)
         dst.write(obj.flush())
+        return total
+
+    def _frames_at_once(self, frames: Iterator[bytes], dst: BinaryIO, progress: Progress | None,
+                        stats: CodingStats | None) -> int:
+        lock = threading.Lock()
+
+        def report(n: int) -> None:
+            with lock:
+                progress(n)
+
+        def one(worker: int, frame: bytes) -> tuple[list[bytes], int, CodingStats | None]:
+            own = type(stats)() if stats is not None else None
+            obj = ShazipCompressor(self, report if progress else None, own, self._frame_engines[worker])
+            size, view = self.header.block_size, memoryview(frame)  # a block at a time: no copy of the frame
+            parts = [obj.compress(view[i:i + size]) for i in range(0, len(frame), size)]
+            return parts + [obj.flush()], len(frame), own
+
+        total = 0
+        for parts, n, own in ordered_map(one, frames, self.threads):
+            for part in parts:
+                dst.write(part)
+            total += n
+            if own is not None:
+                stats.merge(own)
         return total
 
     def compress(self, data: bytes) -> bytes:
@@ -139,16 +187,20 @@ class Compressor:
 
 
 class ShazipCompressor:
-    """Incremental compression of one archive, as `zlib.compressobj`: `compress(data)` returns
-    whatever archive bytes are ready (a block is coded once `block_size` bytes have come),
-    `flush()` codes the rest and ends the archive. The bytes equal one-shot compression's."""
+    """Incremental compression, as `zlib.compressobj`: `compress(data)` returns whatever
+    archive bytes are ready (a block is coded once `block_size` bytes have come), `flush()`
+    codes the rest and ends the archive. The bytes equal one-shot compression's. An input longer
+    than the compressor's frame size becomes one archive per frame, one after the other."""
 
     def __init__(self, compressor: Compressor | None = None, progress: Progress | None = None,
-                 stats: CodingStats | None = None) -> None:
+                 stats: CodingStats | None = None, engine: _Once | None = None) -> None:
         self._c = compressor or Compressor()
+        self._engine = engine or self._c._engine
         self._progress, self._stats, self._pending, self._out = progress, stats, bytearray(), io.BytesIO()
         self._stage: _Once | None = None
-        self._writer: ArchiveWriter | None = None  # made with the first block, which settles the stage's size
+        self._writer: ArchiveWriter | None = None  # made with a frame's first block, which settles the stage's size
+        self._in_frame = 0  # blocks written to the frame in hand
+        self._frames = 0  # frames ended
         self._done = False
 
     def _start(self, whole: int | None) -> None:
@@ -168,9 +220,13 @@ class ShazipCompressor:
             self._start(len(block) if last else None)
         from .codec import encode_block  # numpy: imported by the first block, not by an empty input
         with _threads(c.kind, c.threads):
-            method, k, payload = encode_block(c._engine, block, c.lanes, self._progress, c.methods, self._stats,
+            method, k, payload = encode_block(self._engine, block, c.lanes, self._progress, c.methods, self._stats,
                                               self._stage, c.min_lane)
         self._writer.add_block(method, k, block, payload)
+        self._in_frame += 1
+        if self._in_frame == c.frame_blocks:  # the frame is whole: the next block starts another
+            self._writer.finish()
+            self._writer, self._in_frame, self._frames = None, 0, self._frames + 1
 
     def _drain(self) -> bytes:
         out = self._out.getvalue()
@@ -195,9 +251,10 @@ class ShazipCompressor:
         if self._pending:
             self._block(bytes(self._pending), last=True)
             self._pending.clear()
-        if self._writer is None:  # nothing came
+        if self._writer is None and not self._frames:  # nothing came
             self._start(0)
-        self._writer.finish()
+        if self._writer is not None:
+            self._writer.finish()
         return self._drain()
 
 
@@ -205,11 +262,12 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
                     lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 0, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
-                    stats: CodingStats | None = None, adapt: str = "cm", device: str = "cpu") -> int:
+                    stats: CodingStats | None = None, adapt: str = "cm", device: str = "cpu",
+                    frame_size: int = DEFAULT_FRAME_SIZE) -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes. The
     options are `Compressor`'s; make one to compress many inputs with one model load."""
     c = Compressor(model, lanes=lanes, block_size=block_size, threads=threads, engine=engine, adapt=adapt,
-                   device=device, methods=methods)
+                   device=device, methods=methods, frame_size=frame_size)
     return c.compress_stream(src, dst, progress, stats)
 
 
@@ -334,7 +392,14 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
                       progress: Progress | None = None, threads: int = 0, device: str = "cpu",
                       concatenated: bool = True) -> int:
     """Decompresses src (an archive, or several one after the other) to dst, verifying each
-    block before writing it; returns bytes written. Options as `iter_decompress`."""
+    block before writing it; returns bytes written. Options as `iter_decompress`. A seekable src
+    of several archives (frames) on the CPU is decoded `threads` archives at once, each on one
+    thread; its structure is checked first, so a damaged one fails before anything is written."""
+    workers = resolve_threads(threads)
+    if concatenated and workers > 1 and resolve_device(device) == "cpu":
+        spans = archive_spans(src, MAX_FRAME_IN_MEMORY)
+        if spans is not None and len(spans) > 1:
+            return _decoded_at_once(src, spans, dst, model, progress, workers)
     total = 0
     for block in iter_decompress(src, model, progress, threads, device, concatenated):
         dst.write(block)
@@ -347,6 +412,83 @@ def compress(data: bytes, model: str | LoadedModel = "default", **kw) -> bytes:
     out = io.BytesIO()
     compress_stream(io.BytesIO(data), out, model, **kw)
     return out.getvalue()
+
+
+def _decoded_at_once(src: BinaryIO, spans: list[tuple[int, int]], dst: BinaryIO, model: str | LoadedModel | None,
+                     progress: Progress | None, workers: int) -> int:
+    """The archives at `spans` of src, `workers` at a time, written in order."""
+    lock = threading.Lock()
+    model = _resolve(model) if model is not None else None  # read once, not once a frame
+
+    def report(n: int) -> None:
+        with lock:
+            progress(n)
+
+    def read(span: tuple[int, int]) -> bytes:
+        src.seek(span[0])
+        return read_upto(src, span[1] - span[0])
+
+    def one(_: int, archive: bytes) -> list[bytes]:
+        return list(iter_decompress(io.BytesIO(archive), model, report if progress else None, 1, "cpu",
+                                    concatenated=False))
+
+    total = 0
+    for blocks in ordered_map(one, map(read, spans), workers):
+        for block in blocks:
+            dst.write(block)
+            total += len(block)
+    return total
+
+
+@dataclass(frozen=True)
+class Lost:
+    """What `recover_stream` could not decode: archive bytes [start, end) of src, whose data
+    belonged in the output from byte `output_at` on."""
+
+    start: int
+    end: int
+    output_at: int
+    reason: str
+
+
+def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
+                   progress: Progress | None = None, threads: int = 0, device: str = "cpu") -> list[Lost]:
+    """Writes every intact block of a damaged stream of archives (frames) to dst, in order, and
+    returns what was lost. Where an archive fails, the rest of it is skipped and decoding goes on
+    at the next archive's magic (found by search: the damaged one's structure cannot be
+    trusted), so damage stays inside its frame; every block written was verified. src must be
+    seekable (a file)."""
+    threads = resolve_threads(threads)
+    engines: dict[tuple, _Once] = {}
+    lost: list[Lost] = []
+    at, written = src.tell(), 0
+    end = src.seek(0, io.SEEK_END)
+    while at < end:
+        src.seek(at)
+        try:
+            reader = ArchiveReader(src, more=True)
+            for block in _archive_blocks(reader, model, progress, threads, device, engines):
+                dst.write(block)
+                written += len(block)
+            at += reader.bytes_read - len(reader.after)
+        except ArchiveError as e:
+            after = _next_magic(src, at + 1)
+            lost.append(Lost(at, after if after is not None else end, written, str(e)))
+            at = after if after is not None else end
+    return lost
+
+
+def _next_magic(src: BinaryIO, start: int, chunk: int = 1 << 20) -> int | None:
+    """The offset of the next archive magic in src at or after `start` (None: there is none)."""
+    src.seek(start)
+    tail = b""
+    while block := src.read(chunk):
+        found = (tail + block).find(MAGIC)
+        if found >= 0:
+            return start - len(tail) + found
+        start += len(block)
+        tail = block[-(len(MAGIC) - 1):]
+    return None
 
 
 def decompress(data: bytes, model: str | LoadedModel | None = None, **kw) -> bytes:

@@ -25,8 +25,8 @@ import click
 
 from . import __version__
 from .container import declared_size, describe
-from .errors import ArchiveError, OutputExists, ShazipError, UsageError
-from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEVICES, ENGINE_CHOICES, LANES_HELP
+from .errors import ArchiveError, CorruptArchive, OutputExists, ShazipError, UsageError
+from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEVICES, ENGINE_CHOICES, FRAME_HELP, LANES_HELP
 
 SUFFIX = ".shz"
 
@@ -126,8 +126,23 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
             os.unlink(tmp)
 
 
+def _bound_heap() -> None:
+    """Frames pass through as buffers of many MB on worker threads. glibc's malloc raises its
+    mmap threshold each time it frees such a buffer, after which the next ones come from the
+    threads' heaps and fragment them: peak memory crept up with the input's length. A fixed
+    threshold keeps big buffers mapped and returned at once. The command line owns its process;
+    the library leaves malloc alone."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL(None).mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD = 1 MiB
+        except (OSError, AttributeError):  # not glibc
+            pass
+
+
 def run_command(body: Callable[[], None]) -> None:
     """Runs a command body, turning every expected failure into one line + exit code."""
+    _bound_heap()
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         body()
@@ -227,7 +242,8 @@ def main() -> None:
       shazip -t FILE.shz... decode and verify, write nothing;  -l: list the archive
       shazip                with no FILE or with -: a filter, standard input to standard output
       -k keep (the default), -f overwrite, -o NAME (one input), -r recurse into directories,
-      -T N threads (0: all cores), -q quiet, -v verbose; --model, --lanes, --block-size, --adapt, --device
+      -T N threads (0: all cores), -q quiet, -v verbose; --model, --lanes, --block-size, --frame-size, --adapt,
+      --device
     Or the commands below (`shazip COMMAND --help`)."""
 
 
@@ -238,6 +254,7 @@ def main() -> None:
 @click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
 @click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
+@click.option("--frame-size", default=DEFAULT_FRAME_SIZE, show_default=True, help=FRAME_HELP)
 @click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True,
               help="cm: an adaptive context-mixing stage learns the file as it is coded (smaller). "
                    "none: the model alone (as shazip 0.3; to evaluate the model).")
@@ -245,11 +262,12 @@ def main() -> None:
               help="int8: integer-exact, decodes on any machine. float32: reference; decodes only "
                    "on this machine with the same --threads.")
 def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, model: str,
-             lanes: int, block_size: int, threads: int, device: str, quiet: bool, adapt: str, engine: str) -> None:
+             lanes: int, block_size: int, frame_size: int, threads: int, device: str, quiet: bool, adapt: str,
+             engine: str) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
 
-    coding = dict(model=model, lanes=lanes or None, block_size=block_size, threads=threads, engine=engine, adapt=adapt,
-                  device=device)
+    coding = dict(model=model, lanes=lanes or None, block_size=block_size, frame_size=frame_size, threads=threads,
+                  engine=engine, adapt=adapt, device=device)
     run_command(lambda: compress_file(file, _destination(file, output, to_stdout, lambda s: s + SUFFIX), force, remove,
                                       quiet, coding))
 
@@ -304,17 +322,20 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("--model", default=None, help="Model name or file [compress: default].")
 @click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True)
+@click.option("--frame-size", default=DEFAULT_FRAME_SIZE, show_default=True, help=FRAME_HELP)
 @click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True)
+@click.option("--recover", is_flag=True, help="Decompress: write every intact frame of a damaged archive, name "
+              "the byte ranges lost, and exit 1.")
 def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
                   output: str | None, recursive: bool, quiet: bool, verbose: bool, threads: int, device: str,
-                  model: str | None, lanes: int, block_size: int, adapt: str) -> None:
+                  model: str | None, lanes: int, block_size: int, frame_size: int, adapt: str, recover: bool) -> None:
     """gzip-style use: every FILE in turn; one bad file does not stop the others, and the exit
     status is the worst one."""
     archives_only = mode != "compress"
     inputs = _walk(files or ("-",), recursive,
                    (lambda f: f.endswith(SUFFIX)) if archives_only else (lambda f: not f.endswith(SUFFIX)))
-    coding = dict(model=model or "default", lanes=lanes or None, block_size=block_size, threads=threads, engine="int8",
-                  adapt=adapt, device=device)
+    coding = dict(model=model or "default", lanes=lanes or None, block_size=block_size, frame_size=frame_size,
+                  threads=threads, engine="int8", adapt=adapt, device=device)
 
     def one(file: str) -> None:
         dest = None
@@ -324,7 +345,7 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
             decompress_file(file, None, force, False, quiet, model, threads, device, test=True)
         elif mode == "decompress":
             dest = _destination(file, output, to_stdout, _strip_suffix)
-            decompress_file(file, dest, force, remove, quiet, model, threads, device)
+            decompress_file(file, dest, force, remove, quiet, model, threads, device, recover=recover)
         else:
             dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
             compress_file(file, dest, force, remove, quiet, coding)
@@ -378,12 +399,14 @@ def _strip_suffix(src: str) -> str:
 @click.option("-o", "--output", help="Output file (default FILE without .shz).")
 @_file_options
 @click.option("--model", default=None, help="Model file to use instead of the bundled one the archive names.")
+@click.option("--recover", is_flag=True, help="Decompress: write every intact frame of a damaged archive, name "
+              "the byte ranges lost, and exit 1.")
 def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool,
-               model: str | None, threads: int, device: str, quiet: bool) -> None:
+               model: str | None, recover: bool, threads: int, device: str, quiet: bool) -> None:
     """Decompress FILE.shz (or - for standard input) to FILE."""
 
     run_command(lambda: decompress_file(file, _destination(file, output, to_stdout, _strip_suffix), force, remove,
-                                        quiet, model, threads, device))
+                                        quiet, model, threads, device, recover=recover))
 
 
 class _Discard(io.RawIOBase):
@@ -397,22 +420,36 @@ class _Discard(io.RawIOBase):
 
 
 def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quiet: bool, model: str | None,
-                    threads: int, device: str = "cpu", test: bool = False) -> None:
+                    threads: int, device: str = "cpu", test: bool = False, recover: bool = False) -> None:
     """FILE.shz ("-": standard input) to dest (None: standard output); with `test`, decode and
-    verify every block, write nothing."""
+    verify every block, write nothing; with `recover`, write every intact frame of a damaged
+    archive, then report each range lost (and exit 1), the input kept."""
     if file == "-" and sys.stdin.isatty():
         raise UsageError("refusing to read compressed data from a terminal (give a file or redirect)")
-    from .api import decompress_stream
+    if recover and file == "-":
+        raise UsageError("--recover reads a file (it searches it for the frames after a damaged one), not a stream")
+    from .api import decompress_stream, recover_stream
     from .modelfile import load_model
     loaded = load_model(model) if model else None
     out = contextlib.nullcontext(_Discard()) if test else _output(dest, force, None if file == "-" else file)
+    lost = []
     with _input(file) as src, out as dst:
         bar = ProgressBar(declared_size(src), not quiet)
         try:
-            decompress_stream(src, dst, loaded, progress=bar, threads=threads, device=device)
+            if recover:
+                lost = recover_stream(src, dst, loaded, progress=bar, threads=threads, device=device)
+            else:
+                decompress_stream(src, dst, loaded, progress=bar, threads=threads, device=device)
         except ArchiveError as e:  # name the user's file: "f.shz: archive is truncated"
             raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
         bar.close()
+    for i, x in enumerate(lost):  # the output is complete with what could be saved
+        line = (f"{file}: lost archive bytes {x.start}-{x.end} (output from byte {x.output_at} on is missing data "
+                f"there): {x.reason}")
+        if i + 1 < len(lost):
+            click.echo(f"shazip: {line}", err=True)
+        else:
+            raise CorruptArchive(line)
     if remove and file != "-" and dest is not None and not test:
         os.unlink(file)
 

@@ -88,6 +88,12 @@ class CodingStats:
     methods: Counter = field(default_factory=Counter)  # blocks per chosen method name
     _last_bits: float = 0.0
 
+    def merge(self, other: CodingStats) -> None:
+        """Adds what another frame's coding measured."""
+        for name in ("model_bytes", "model_bits", "mixed_bits", "chosen_bits", "chosen_payload", "payload"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.methods.update(other.methods)
+
 
 def _native(engine: IntEngine, n: int, lanes: int, stage: AdaptiveStage | None, progress, measure: bool = False,
             data: bytes | None = None, payload: bytes | None = None):

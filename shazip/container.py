@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO, Callable, Iterator
 
 from shazip.errors import (
+    ArchiveError,
     ChecksumMismatch,
     CorruptArchive,
     NotAnArchive,
@@ -633,36 +634,22 @@ class ArchiveReader:
 
 
 def declared_size(src: BinaryIO) -> int | None:
-    """The decoded size an archive records, for a progress bar's % and ETA, read without
-    decoding: a single-block format 3 archive's header holds it, the others' trailer (at the
-    end, so the input must be seekable). None where it cannot be had cheaply and surely: a pipe,
-    a damaged header or trailer, not an archive. Puts the position back, so the decoder sees the
-    input untouched; it, not this glance, reports what is wrong."""
-    trailer_len = _TRAILER.size + _CRC.size
+    """The decoded size the archives in src record (every frame's, for a framed input), for a
+    progress bar's % and ETA, read from their structure without decoding (`describe`). None
+    where it cannot be had surely: a pipe, a damaged archive, not an archive. Puts the position
+    back, so the decoder sees the input untouched; it, not this glance, reports what is wrong."""
     try:
         if not src.seekable():
             return None
         start = src.tell()
-        try:
-            head = src.read(MAX_HEADER)
-            end = src.seek(0, 2)
-            src.seek(max(end - trailer_len, start))
-            tail = src.read(trailer_len)
-        finally:
-            src.seek(start)
     except (OSError, ValueError):  # a device may say it seeks and then fail: a glance is worth no error
         return None
-    if head[:len(MAGIC) + 1] == MAGIC + b"\x03":
-        try:
-            pos = [len(MAGIC) + 1]
-            _, solo, _ = _parse_header3(lambda n: _take(head, pos, n))
-        except (CorruptArchive, _NeedMore):
-            return None
-        if solo is not None:
-            return solo.orig_len
-    if len(tail) != trailer_len or tail[0] != _TAG_TRAILER or zlib.crc32(tail[:-4]) != _CRC.unpack(tail[-4:])[0]:
+    try:
+        return sum(a["total_len"] for a in describe(src))
+    except (ArchiveError, OSError, ValueError):
         return None
-    return _TRAILER.unpack(tail[:-4])[2]
+    finally:
+        src.seek(start)
 
 
 def _take(buf: bytes, pos: list[int], n: int) -> bytes:

@@ -13,6 +13,12 @@ MIN_LANE = 2048  # the automatic choice: at most DEFAULT_LANES lanes, none short
 LANES_HELP = ("Parallel lanes per block: more are faster, each starts the model cold. 0: automatic, at most "
               f"{DEFAULT_LANES} and none shorter than 2 KB.")
 DEFAULT_BLOCK_SIZE = 2 << 20
+# Input bytes per frame (an independent archive: frames.py). Each frame starts the adaptive
+# stage cold; measured in benchmarks/README.md "Frames".
+DEFAULT_FRAME_SIZE = 16 << 20
+FRAME_HELP = ("Input bytes per frame, an independent archive (whole blocks): -T N makes and decodes N frames at "
+              "once. 0: one archive however long the input.")
+MAX_FRAME_IN_MEMORY = 256 << 20  # a decoder splits out frames to decode at once up to this archive size
 ADAPT_CHOICES = ("cm", "none")  # the adaptive stage, on by default; none: the model alone
 ENGINE_CHOICES = ("int8", "float32")  # engines.ENGINES, by name
 DEVICES = ("cpu", "cuda", "auto")  # where the int8 engine runs (engines.resolve_device)

@@ -1,0 +1,142 @@
+"""Frames: a long input as independent archives, made and decoded several at once; the bytes do
+not depend on how many at once."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+
+import pytest
+
+import shazip
+from shazip.container import describe
+from shazip.errors import ShazipError
+from shazip.frames import ordered_map
+
+from test_cli import assert_fails, assert_ok, listing, run
+
+FRAMED = dict(block_size=4000, frame_size=10000, lanes=2)  # frames of 3 blocks (12,000 bytes)
+
+
+@pytest.fixture(scope="module")
+def data(text) -> bytes:
+    return text[:40000]
+
+
+@pytest.fixture(scope="module")
+def framed(trained, data) -> bytes:
+    return shazip.compress(data, model=trained, threads=1, **FRAMED)
+
+
+def test_frames_are_whole_archives_whatever_the_threads(trained, data, framed):
+    archives = describe(io.BytesIO(framed))
+    assert [a["total_len"] for a in archives] == [12000, 12000, 12000, 4000]
+    for threads in (2, 3):
+        assert shazip.compress(data, model=trained, threads=threads, **FRAMED) == framed
+    out = io.BytesIO()
+    with shazip.open(out, "wb", model=trained, **FRAMED) as f:  # the incremental writer frames too
+        for i in range(0, len(data), 777):
+            f.write(data[i:i + 777])
+    assert out.getvalue() == framed
+    for a in archives:  # each frame decodes on its own
+        at = a["offset"]
+        alone = shazip.decompress(framed[at:at + a["archive_bytes"]], model=trained)
+        assert alone == data[sum(b["total_len"] for b in archives if b["offset"] < at):][:a["total_len"]]
+
+
+def test_one_frame_is_the_unframed_archive(trained, data):
+    whole = shazip.compress(data[:12000], model=trained, **dict(FRAMED, frame_size=0))
+    assert shazip.compress(data[:12000], model=trained, threads=2, **FRAMED) == whole
+    assert len(describe(io.BytesIO(shazip.compress(data, model=trained, **dict(FRAMED, frame_size=0))))) == 1
+
+
+def test_frames_decode_at_once_to_the_same_bytes(trained, data, framed):
+    for threads in (1, 2, 4):
+        assert shazip.decompress(framed, model=trained, threads=threads) == data
+    # a stream that cannot seek decodes frame after frame
+    assert b"".join(shazip.iter_decompress(io.BytesIO(framed), model=trained, threads=2)) == data
+
+
+def test_a_damaged_frame_fails_cleanly_at_once(trained, framed):
+    bad = bytearray(framed)
+    third = describe(io.BytesIO(framed))[2]
+    bad[third["offset"] + third["archive_bytes"] - 30] ^= 0x10  # inside the third frame's last block
+    for threads in (1, 2):
+        with pytest.raises(ShazipError):
+            shazip.decompress(bytes(bad), model=trained, threads=threads)
+
+
+def test_command_line_frames(tmp_path, trained, data, framed):
+    src = tmp_path / "d.txt"
+    src.write_bytes(data)
+    opts = ["--model", trained.path, "--block-size", "4000", "--frame-size", "10000", "--lanes", "2"]
+    assert_ok(run("-q", "-T", "2", *opts, src))
+    assert (tmp_path / "d.txt.shz").read_bytes() == framed
+    src.unlink()
+    assert_ok(run("-d", "-q", "-T", "2", "--model", trained.path, tmp_path / "d.txt.shz"))
+    assert src.read_bytes() == data
+    bad = bytearray(framed)
+    bad[-40] ^= 1
+    (tmp_path / "bad.shz").write_bytes(bytes(bad))
+    before = listing(tmp_path)
+    assert_fails(run("-d", "-q", "-T", "2", "--model", trained.path, tmp_path / "bad.shz"), "bad.shz", tmp_path,
+                 before, code=1)
+
+
+def test_ordered_map_keeps_order_and_bounds_what_it_takes():
+    taken, running, peak = [], [0], [0]
+    lock = threading.Lock()
+
+    def items():
+        for i in range(12):
+            taken.append(i)
+            yield i
+
+    def fn(worker: int, i: int) -> tuple[int, int]:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.01 * (i % 3))
+        with lock:
+            running[0] -= 1
+        return worker, i
+
+    got = []
+    for worker, i in ordered_map(fn, items(), 3):
+        assert len(taken) <= len(got) + 1 + 4  # never more than workers + 1 ahead of the consumer
+        got.append(i)
+        assert 0 <= worker < 3
+    assert got == list(range(12)) and peak[0] <= 3
+
+    def fails(worker: int, i: int) -> int:
+        if i == 4:
+            raise ValueError("frame 4")
+        return i
+
+    out = []
+    with pytest.raises(ValueError, match="frame 4"):
+        for i in ordered_map(fails, range(10), 2):
+            out.append(i)
+    assert out == [0, 1, 2, 3]
+
+
+def test_recover_writes_every_intact_frame(tmp_path, trained, data, framed):
+    """A damaged frame costs its own data only: the frames before and after it are written,
+    and the loss is named by archive bytes and output position."""
+    archives = describe(io.BytesIO(framed))
+    second = archives[1]
+    bad = bytearray(framed)
+    bad[second["offset"] + 2] ^= 0xFF  # the second frame's magic: nothing of it can be read
+    out = io.BytesIO()
+    lost = shazip.recover_stream(io.BytesIO(bytes(bad)), out, model=trained)
+    assert out.getvalue() == data[:12000] + data[24000:]
+    assert [(x.start, x.end, x.output_at) for x in lost] == [(second["offset"], archives[2]["offset"], 12000)]
+    out = io.BytesIO()
+    assert shazip.recover_stream(io.BytesIO(framed), out, model=trained) == [] and out.getvalue() == data
+    # the command line: the output keeps what was saved, one line names the loss, exit 1
+    (tmp_path / "d.txt.shz").write_bytes(bytes(bad))
+    r = run("-d", "-q", "--recover", "--model", trained.path, tmp_path / "d.txt.shz")
+    assert r.exit_code == 1 and "lost archive bytes" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert (tmp_path / "d.txt").read_bytes() == data[:12000] + data[24000:]
+    assert (tmp_path / "d.txt.shz").exists()
