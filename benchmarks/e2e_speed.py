@@ -38,6 +38,7 @@ def main() -> None:
     ap.add_argument("--hog", action="store_true", help="a busy-looping process competes throughout")
     ap.add_argument("--peers", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--compress-args", default="", help="more options for compress, e.g. \"--frame-size 250000\"")
     a = ap.parse_args()
     data = a.file.read_bytes()
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if a.hog else None
@@ -56,7 +57,8 @@ def main() -> None:
                     for root in a.roots:
                         cwd = Path(root).resolve()
                         with open(arc, "wb") as f:
-                            tc = timed(shazip + ["compress", "-c", "-q", "-T", t, str(a.file.resolve())], stdout=f, cwd=cwd)
+                            tc = timed(shazip + ["compress", "-c", "-q", "-T", t, *a.compress_args.split(),
+                                                 str(a.file.resolve())], stdout=f, cwd=cwd)
                         with open(out, "wb") as f:
                             td = timed(shazip + ["decompress", "-c", "-q", "-T", t, str(arc)], stdout=f, cwd=cwd)
                         assert out.read_bytes() == data, f"round trip failed for {root}"
