@@ -6,27 +6,31 @@
         print(f.read())
 
 Reading decodes one block at a time (memory bounded by the block size) and verifies each
-before its bytes are returned; a file of several archives one after the other (`cat a.shz
-b.shz`, or appends: mode "a") reads as the concatenation of their contents, as with gzip; writing codes a block each time `block_size` bytes have come.
-`tarfile` reads and writes them in its stream modes ("r|", "w|"), and `shutil.copyfileobj`
+before its bytes are returned; a file of several archives one after the other (frames, `cat
+a.shz b.shz`, or appends: mode "a") reads as the concatenation of their contents, as with
+gzip. Writing codes a block each time `block_size` bytes have come. `tarfile` reads and writes them in its stream modes ("r|", "w|"), and `shutil.copyfileobj`
 copies through them.
 
 A reader over a seekable file is seekable, as `gzip.GzipFile` and `lzma.LZMAFile` are, so
-`tarfile`'s random-access mode ("r:") works too; but it is emulated, and can be very slow: a
-forward seek decodes and discards, and a seek back before the block in hand decodes again
-from the start of the archive (the adaptive stage carries what it learnt from block to block,
-so no block can be decoded on its own). Seeking to the end decodes everything to learn the
-size. Writers are not seekable; their `tell()` counts the bytes written, as gzip's does.
+`tarfile`'s random-access mode ("r:") works too; but it is emulated, and can be slow: the
+adaptive stage carries what it learnt from block to block, so no block decodes on its own, only
+a frame (an archive) from its start. A seek finds the frame that holds the position from the
+archives' structure (read once, nothing decoded), decodes from that frame's start unless the
+position lies ahead in the frame in hand, and discards up to the position. The size (a seek
+from the end) comes from the same structure. Writers are not seekable; their `tell()` counts the bytes written, as gzip's does.
 """
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import io
+import itertools
 import os
 from typing import BinaryIO, Iterator
 
 from .api import Compressor, ShazipCompressor, iter_decompress
+from .container import describe
 from .modelfile import LoadedModel
 
 
@@ -55,7 +59,7 @@ class ShazipFile(io.BufferedIOBase):
                 self._start: int | None = self._fp.tell() if self._fp.seekable() else None
             except (AttributeError, OSError):  # an object with only read() is a stream, as before
                 self._start = None
-            self._size: int | None = None  # the decoded size, once the end was reached
+            self._index: list[tuple[int, int, int]] | None = None  # the frames, for seeking (`_frames`)
             self._begin()
         else:
             if compressor is None:
@@ -67,11 +71,26 @@ class ShazipFile(io.BufferedIOBase):
     def readable(self) -> bool:
         return self._mode == "r"
 
-    def _begin(self) -> None:
-        """Starts decoding at the archive's first block (the file being positioned there):
-        `_buf` is the block in hand, `_at` its offset in the decoded data, `_pos` the position in it."""
+    def _begin(self, at: int = 0) -> None:
+        """Starts decoding at an archive's first block (the file being positioned there), `at`
+        bytes into the decoded data: `_buf` is the block in hand, `_at` its offset in the decoded
+        data, `_pos` the position in it."""
         self._blocks: Iterator[bytes] = iter_decompress(self._fp, self._model, None, self._threads)
-        self._buf, self._pos, self._at = b"", 0, 0
+        self._buf, self._pos, self._at = b"", 0, at
+
+    def _frames(self) -> list[tuple[int, int, int]]:
+        """(file offset, decoded offset, decoded size) of each archive (frame), read once from
+        their structure; the file is left where decoding needs it."""
+        if self._index is None:
+            where = self._fp.tell()
+            self._fp.seek(self._start)
+            try:
+                archives = describe(self._fp)
+            finally:
+                self._fp.seek(where)
+            starts = itertools.accumulate((a["total_len"] for a in archives), initial=0)
+            self._index = [(self._start + a["offset"], s, a["total_len"]) for a, s in zip(archives, starts)]
+        return self._index
 
     def _fill(self) -> bool:
         """Decodes the next block into the buffer; False at the end of the archive."""
@@ -80,7 +99,6 @@ class ShazipFile(io.BufferedIOBase):
                 self._at += len(self._buf)
                 self._buf, self._pos = block, 0
                 return True
-        self._size = self._at + len(self._buf)
         return False
 
     def read(self, size: int | None = -1) -> bytes:
@@ -123,18 +141,19 @@ class ShazipFile(io.BufferedIOBase):
         if whence == io.SEEK_CUR:
             offset += self.tell()
         elif whence == io.SEEK_END:
-            if self._size is None:
-                while self._fill():
-                    pass
-            offset += self._size
+            offset += sum(n for _, _, n in self._frames())
         elif whence != io.SEEK_SET:
             raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
         if offset < 0:
             raise ValueError(f"negative seek position {offset}")
-        if offset < self._at:  # before the block in hand: decode again from the start
-            self._blocks.close()
-            self._fp.seek(self._start)
-            self._begin()
+        if not self._at <= offset <= self._at + len(self._buf):  # not in the block in hand
+            frames = self._frames()
+            k = max(bisect.bisect_right([s for _, s, _ in frames], offset) - 1, 0)
+            file_at, start, _ = frames[k]
+            if offset < self._at or start > self._at + len(self._buf):  # behind, or frames ahead: jump there
+                self._blocks.close()
+                self._fp.seek(file_at)
+                self._begin(start)
         while offset > self._at + len(self._buf) and self._fill():
             pass
         self._pos = min(offset - self._at, len(self._buf))

@@ -140,3 +140,25 @@ def test_recover_writes_every_intact_frame(tmp_path, trained, data, framed):
     assert r.exit_code == 1 and "lost archive bytes" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert (tmp_path / "d.txt").read_bytes() == data[:12000] + data[24000:]
     assert (tmp_path / "d.txt.shz").exists()
+
+
+def test_a_reader_seeks_by_frame(trained, data, framed):
+    """A seek decodes from the start of the frame that holds the position: a frame before it
+    is never decoded (here the first one is damaged, and reading the others still works), and
+    the size comes from the structure."""
+    bad = bytearray(framed)
+    first = describe(io.BytesIO(framed))[0]
+    bad[first["archive_bytes"] - 60] ^= 0x20  # the first frame's last block payload
+    with shazip.open(io.BytesIO(bytes(bad)), "rb", model=trained) as f:
+        assert f.seek(0, io.SEEK_END) == len(data)
+        for at in (30000, 12000, 25000, 39990, 24000):
+            f.seek(at)
+            assert f.read(5000) == data[at:at + 5000]
+        f.seek(100)
+        with pytest.raises(ShazipError):
+            f.read(20000)
+    with shazip.open(io.BytesIO(framed), "rb", model=trained) as f:
+        f.seek(13000)
+        assert f.read(100) == data[13000:13100]
+        f.seek(50)  # back before the frame in hand
+        assert f.read() == data[50:]
