@@ -287,6 +287,34 @@ def compress_file(file: str, dest: str | None, force: bool, remove: bool, quiet:
         os.unlink(file)
 
 
+def _on_cluster(scheduler: str, file: str, dest: str | None, force: bool, coding: dict | None, model: str | None,
+                device: str) -> None:
+    """FILE to dest on a Dask cluster, one task per frame: compressed with `coding`, else decompressed."""
+    if file == "-" or dest is None:
+        raise UsageError("--scheduler reads and writes files (paths every worker sees, or URLs), not standard streams")
+    if "://" not in dest and os.path.exists(dest) and not force:
+        raise OutputExists(f"{dest}: already exists (use -f to overwrite)")
+    try:
+        from dask.distributed import Client
+
+        from . import distributed
+    except ImportError:
+        raise UsageError("--scheduler needs Dask: pip install 'shazip[dask]'") from None
+    try:
+        client = Client(scheduler, timeout="20s")
+    except (OSError, TimeoutError) as e:
+        raise UsageError(f"cannot reach the Dask scheduler {scheduler} ({e})") from None
+    with client:
+        try:
+            if coding is not None:  # one thread a task, the int8 engine (portable across workers)
+                options = {k: v for k, v in coding.items() if k not in ("threads", "engine")}
+                distributed.compress(file, dest, client, **options)
+            else:
+                distributed.decompress(file, dest, client, model=model, device=device)
+        except ArchiveError as e:
+            raise type(e)(f"{file}: {e}") from None
+
+
 FILES = "files"  # the hidden command behind the gzip-style use
 
 
@@ -326,9 +354,14 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True)
 @click.option("--recover", is_flag=True, help="Decompress: write every intact frame of a damaged archive, name "
               "the byte ranges lost, and exit 1.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="A Dask scheduler (tcp://host:8786): compress or decompress each FILE as one task per frame on "
+                   "its workers (pip install 'shazip[dask]'). FILE and its output must be paths every worker "
+                   "sees, or fsspec URLs.")
 def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
                   output: str | None, recursive: bool, quiet: bool, verbose: bool, threads: int, device: str,
-                  model: str | None, lanes: int, block_size: int, frame_size: int, adapt: str, recover: bool) -> None:
+                  model: str | None, lanes: int, block_size: int, frame_size: int, adapt: str, recover: bool,
+                  scheduler: str | None) -> None:
     """gzip-style use: every FILE in turn; one bad file does not stop the others, and the exit
     status is the worst one."""
     archives_only = mode != "compress"
@@ -345,10 +378,16 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
             decompress_file(file, None, force, False, quiet, model, threads, device, test=True)
         elif mode == "decompress":
             dest = _destination(file, output, to_stdout, _strip_suffix)
-            decompress_file(file, dest, force, remove, quiet, model, threads, device, recover=recover)
+            if scheduler:
+                _on_cluster(scheduler, file, dest, force, None, model, device)
+            else:
+                decompress_file(file, dest, force, remove, quiet, model, threads, device, recover=recover)
         else:
             dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
-            compress_file(file, dest, force, remove, quiet, coding)
+            if scheduler:
+                _on_cluster(scheduler, file, dest, force, coding, None, device)
+            else:
+                compress_file(file, dest, force, remove, quiet, coding)
         if verbose and file != "-":
             click.echo(f"{file}: " + (_summary(file, dest) if mode in ("compress", "decompress") else "OK"), err=True)
 

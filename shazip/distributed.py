@@ -1,0 +1,127 @@
+"""Compressing and decompressing on many machines with Dask distributed: one task per frame.
+
+    from dask.distributed import Client
+    import shazip.distributed
+    client = Client("tcp://scheduler:8786")  # or LocalCluster(), dask-jobqueue, dask-kubernetes
+    shazip.distributed.compress("s3://bucket/big.txt", "s3://bucket/big.txt.shz", client)
+    shazip.distributed.decompress("s3://bucket/big.txt.shz", "big.txt", client)
+
+A frame is an independent archive (frames.py), so the archive Dask makes is the very bytes
+`shazip -T N` makes with the same options and frame size, and either decodes the other's.
+Each task reads its own frame from the input (a path every worker sees, or an fsspec URL:
+s3://, gs://, http://...), so the input never passes through the client; the coded frames come
+back to the client, which writes them in order, a bounded number ahead. Each worker thread
+builds the model and engine once and keeps them for every later task with the same options. The
+model is a bundled name (every worker has the bundled models) or a model file every worker can
+read at the same path. Workers with a GPU (`resources={"GPU": 1}`) run `device="cuda"`.
+
+Needs the `dask` extra (`pip install "shazip[dask]"`); nothing else in shazip imports this.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from collections import deque
+from typing import Any, Callable, Iterator
+
+import fsspec
+
+from .api import Compressor, iter_decompress
+from .frames import archive_spans
+from .options import DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, MAX_FRAME_IN_MEMORY
+
+_CACHE: dict[tuple, Compressor] = {}  # per worker thread and options: the model and engine, built once
+_LOCK = threading.Lock()
+
+
+def _compressor(options: dict[str, Any]) -> Compressor:
+    key = (threading.get_ident(), tuple(sorted(options.items())))
+    with _LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = Compressor(threads=1, **options)
+        return _CACHE[key]
+
+
+def _compress_frame(url: str, offset: int, length: int, options: dict[str, Any]) -> bytes:
+    """One frame of the input, read by the worker itself, as an archive."""
+    with fsspec.open(url, "rb") as f:
+        f.seek(offset)
+        data = f.read(length)
+    c = _compressor(options)
+    obj = c.compressobj()
+    size = c.header.block_size
+    view = memoryview(data)
+    return b"".join([obj.compress(view[i:i + size]) for i in range(0, len(data), size)] + [obj.flush()])
+
+
+def _decompress_frame(url: str, start: int, end: int, model: str | None, device: str) -> bytes:
+    with fsspec.open(url, "rb") as f:
+        f.seek(start)
+        archive = f.read(end - start)
+    return b"".join(iter_decompress(io.BytesIO(archive), model, None, 1, device, concatenated=False))
+
+
+def _in_order(client, fn: Callable, tasks: Iterator[tuple], device: str) -> Iterator[bytes]:
+    """fn(*args) for each args of `tasks` on the cluster, results in order, at most two per
+    worker thread submitted beyond the one awaited. CUDA tasks go to workers with a GPU."""
+    ahead = 2 * max(1, sum(client.nthreads().values()))
+    resources = {"GPU": 1} if device == "cuda" else None
+    pending: deque = deque()
+    for args in tasks:
+        pending.append(client.submit(fn, *args, pure=False, resources=resources))
+        if len(pending) > ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def _write(url: str, parts: Iterator[bytes]) -> int:
+    """Writes the parts to url; a local file appears only complete (a temporary file renamed)."""
+    total = 0
+    if "://" in url:
+        with fsspec.open(url, "wb") as f:
+            for part in parts:
+                f.write(part)
+                total += len(part)
+        return total
+    tmp = f"{url}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            for part in parts:
+                f.write(part)
+                total += len(part)
+        os.replace(tmp, url)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return total
+
+
+def compress(src: str, dst: str, client, *, model: str = "default", frame_size: int = DEFAULT_FRAME_SIZE,
+             block_size: int = DEFAULT_BLOCK_SIZE, device: str = "cpu", **options) -> int:
+    """Compresses src (a path every worker sees, or an fsspec URL) to dst, one task per frame;
+    returns the input bytes. Options as `shazip.Compressor`'s (not `threads`: one a task)."""
+    if frame_size <= 0:
+        raise ValueError("distributed compression needs frames (frame_size > 0)")
+    options = dict(options, model=model, frame_size=frame_size, block_size=block_size, device=device)
+    frame = Compressor(**options).frame_blocks * block_size  # also checks the options here, once
+    fs, path = fsspec.core.url_to_fs(src)
+    n = fs.size(path)
+    tasks = ((src, at, min(frame, n - at), options) for at in (range(0, n, frame) if n else [0]))
+    _write(dst, _in_order(client, _compress_frame, tasks, device))
+    return n
+
+
+def decompress(src: str, dst: str, client, *, model: str | None = None, device: str = "cpu") -> int:
+    """Decompresses src (a framed archive: a path every worker sees, or an fsspec URL) to dst,
+    one task per frame; returns the bytes written. The client reads the archives' structure
+    (headers, block headers, trailers) to find the frames; the workers decode them."""
+    with fsspec.open(src, "rb") as f:
+        spans = archive_spans(f, MAX_FRAME_IN_MEMORY)
+    if spans is None:
+        raise ValueError(f"{src}: a frame is too large to decode as one task ({MAX_FRAME_IN_MEMORY} bytes at most)")
+    tasks = ((src, start, end, model, device) for start, end in spans)
+    return _write(dst, _in_order(client, _decompress_frame, tasks, device))

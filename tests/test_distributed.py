@@ -1,0 +1,60 @@
+"""Dask distributed: a 2-worker LocalCluster makes the same archive as a local run with the same
+frame size, and decodes it (and a local one) to the input."""
+
+from __future__ import annotations
+
+import pytest
+
+import shazip
+
+distributed = pytest.importorskip("distributed")  # the dask extra; dev has it
+
+OPTIONS = dict(block_size=4000, frame_size=8000, lanes=2)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
+            distributed.Client(c) as cl:
+        yield cl
+
+
+def test_cluster_equals_local(tmp_path, client, trained, text):
+    import shazip.distributed as sd
+    data = text[:30000]
+    src = tmp_path / "in.txt"
+    src.write_bytes(data)
+    local = shazip.compress(data, model=trained, threads=2, **OPTIONS)
+    assert sd.compress(str(src), str(tmp_path / "in.shz"), client, model=str(trained.path), **OPTIONS) == len(data)
+    assert (tmp_path / "in.shz").read_bytes() == local
+    assert sd.decompress(str(tmp_path / "in.shz"), str(tmp_path / "out.txt"), client, model=str(trained.path)) == len(data)
+    assert (tmp_path / "out.txt").read_bytes() == data
+    # an empty input is one empty archive, as locally
+    (tmp_path / "e").write_bytes(b"")
+    sd.compress(str(tmp_path / "e"), str(tmp_path / "e.shz"), client, model=str(trained.path), **OPTIONS)
+    assert (tmp_path / "e.shz").read_bytes() == shazip.compress(b"", model=trained, **OPTIONS)
+
+
+def test_a_damaged_frame_fails_and_writes_nothing(tmp_path, client, trained, text):
+    import shazip.distributed as sd
+    arc = bytearray(shazip.compress(text[:20000], model=trained, threads=1, **OPTIONS))
+    arc[-30] ^= 0x10
+    (tmp_path / "bad.shz").write_bytes(bytes(arc))
+    with pytest.raises(shazip.ShazipError):
+        sd.decompress(str(tmp_path / "bad.shz"), str(tmp_path / "out.txt"), client, model=str(trained.path))
+    assert not (tmp_path / "out.txt").exists() and [p.name for p in tmp_path.iterdir()] == ["bad.shz"]
+
+
+def test_command_line_scheduler(tmp_path, client, trained, text):
+    from test_cli import assert_ok, run
+    data = text[:20000]
+    (tmp_path / "d.txt").write_bytes(data)
+    opts = ["--model", trained.path, "--block-size", "4000", "--frame-size", "8000", "--lanes", "2"]
+    address = client.scheduler.address
+    assert_ok(run("-q", "--scheduler", address, *opts, tmp_path / "d.txt"))
+    assert (tmp_path / "d.txt.shz").read_bytes() == shazip.compress(data, model=trained, **OPTIONS)
+    (tmp_path / "d.txt").unlink()
+    assert_ok(run("-d", "-q", "--scheduler", address, "--model", trained.path, tmp_path / "d.txt.shz"))
+    assert (tmp_path / "d.txt").read_bytes() == data
+    r = run("-q", "--scheduler", address, *opts, tmp_path / "d.txt")  # the output exists
+    assert r.exit_code == 1 and "already exists" in r.stderr
