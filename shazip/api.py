@@ -129,7 +129,7 @@ class Compressor:
         # the header settles its format; format 3 leaves a bundled model's name out
         self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version == 3))
         self._engine = _engine(kind, lambda: loaded, self.threads, device)
-        # frames made at once each get an engine of one thread (the first is made on first use)
+        # frames made at once each get an engine of one thread (each built on first use)
         self._parallel = kind is IntEngine and resolve_device(device) == "cpu" and self.threads > 1
         self._frame_engines = [_engine(kind, lambda: loaded, 1, device) for _ in range(self.threads)]
 

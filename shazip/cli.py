@@ -186,8 +186,8 @@ def _file_options(f: Callable) -> Callable:
         click.option("-f", "--force", is_flag=True, help="Overwrite an existing output."),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
         click.option("-T", "--threads", default=0, show_default=True,
-                     help="CPU threads for the model; 0: every available core. The output does not "
-                          "depend on it (except with --engine float32)."),
+                     help="CPU threads: N frames coded at once, or a frame's lanes split N ways; 0: every "
+                          "available core. The output does not depend on it (except with --engine float32)."),
         click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True,
                      help="Where the int8 engine runs: cpu (the native core), cuda (a GPU, through torch with CUDA), auto (cuda where there is one). Archives are the same bytes on every device."),
     ]):
@@ -345,7 +345,8 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("-r", "--recursive", is_flag=True, help="Process the files in directories.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what each file became.")
-@click.option("-T", "--threads", default=0, show_default=True, help="CPU threads; 0: every available core.")
+@click.option("-T", "--threads", default=0, show_default=True,
+              help="CPU threads: N frames coded at once, or a frame's lanes split N ways; 0: every available core.")
 @click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True, help="Where the int8 engine runs: cpu (the native core), cuda (a GPU, through torch with CUDA), auto (cuda where there is one). Archives are the same bytes on every device.")
 @click.option("--model", default=None, help="Model name or file [compress: default].")
 @click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
