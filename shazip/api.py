@@ -157,13 +157,15 @@ class Compressor:
                         stats: CodingStats | None) -> int:
         lock = threading.Lock()
 
-        def report(n: int) -> None:
-            with lock:
-                progress(n)
+        def one(worker: int, frame: bytes, check: Callable[[], None]) -> tuple[list[bytes], int, CodingStats | None]:
+            def report(n: int) -> None:  # after every chunk of steps: where a stopped frame ends
+                check()
+                if progress is not None:
+                    with lock:
+                        progress(n)
 
-        def one(worker: int, frame: bytes) -> tuple[list[bytes], int, CodingStats | None]:
             own = type(stats)() if stats is not None else None
-            obj = ShazipCompressor(self, report if progress else None, own, self._frame_engines[worker])
+            obj = ShazipCompressor(self, report, own, self._frame_engines[worker])
             size, view = self.header.block_size, memoryview(frame)  # a block at a time: no copy of the frame
             parts = [obj.compress(view[i:i + size]) for i in range(0, len(frame), size)]
             return parts + [obj.flush()], len(frame), own
@@ -420,17 +422,18 @@ def _decoded_at_once(src: BinaryIO, spans: list[tuple[int, int]], dst: BinaryIO,
     lock = threading.Lock()
     model = _resolve(model) if model is not None else None  # read once, not once a frame
 
-    def report(n: int) -> None:
-        with lock:
-            progress(n)
-
     def read(span: tuple[int, int]) -> bytes:
         src.seek(span[0])
         return read_upto(src, span[1] - span[0])
 
-    def one(_: int, archive: bytes) -> list[bytes]:
-        return list(iter_decompress(io.BytesIO(archive), model, report if progress else None, 1, "cpu",
-                                    concatenated=False))
+    def one(_: int, archive: bytes, check: Callable[[], None]) -> list[bytes]:
+        def report(n: int) -> None:  # after every chunk of steps: where a stopped frame ends
+            check()
+            if progress is not None:
+                with lock:
+                    progress(n)
+
+        return list(iter_decompress(io.BytesIO(archive), model, report, 1, "cpu", concatenated=False))
 
     total = 0
     for blocks in ordered_map(one, map(read, spans), workers):

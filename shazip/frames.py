@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from typing import BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from .container import ArchiveReader
@@ -21,20 +21,31 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def ordered_map(fn: Callable[[int, T], R], items: Iterable[T], workers: int) -> Iterator[R]:
-    """fn(worker, item) for each item, `workers` at a time, results in the items' order. At most
-    workers + 1 items are taken from `items` ahead of the result in hand (memory stays bounded
-    for a stream of frames); `worker` (0 .. workers-1) names a slot no other running call holds,
-    for per-worker engines. The first exception, in order, is raised; the calls still running
-    are waited for, and no later result is yielded."""
+class Stopped(Exception):
+    """Raised in a worker whose results are no longer wanted (`ordered_map`'s `stop`)."""
+
+
+def ordered_map(fn: Callable[[int, T, Callable[[], None]], R], items: Iterable[T], workers: int) -> Iterator[R]:
+    """fn(worker, item, check) for each item, `workers` at a time, results in the items' order.
+    At most workers + 1 items are taken from `items` ahead of the result in hand (memory stays
+    bounded for a stream of frames); `worker` (0 .. workers-1) names a slot no other running call
+    holds, for per-worker engines. The first exception, in order, is raised. When the consumer
+    stops early (an error, Ctrl-C, SIGTERM, a full disk), the calls still running end at their
+    next `check()`, which raises `Stopped` once their results are no longer wanted: a frame takes
+    minutes, and nobody should wait for it."""
     free = deque(range(workers))
     lock = threading.Lock()
+    stop = threading.Event()
+
+    def check() -> None:
+        if stop.is_set():
+            raise Stopped
 
     def run(item: T) -> R:
         with lock:
             slot = free.popleft()
         try:
-            return fn(slot, item)
+            return fn(slot, item, check)
         finally:
             with lock:
                 free.append(slot)
@@ -45,12 +56,24 @@ def ordered_map(fn: Callable[[int, T], R], items: Iterable[T], workers: int) -> 
             for item in items:
                 pending.append(pool.submit(run, item))
                 if len(pending) > workers:
-                    yield pending.popleft().result()
+                    yield _result(pending.popleft())
             while pending:
-                yield pending.popleft().result()
+                yield _result(pending.popleft())
         finally:
+            stop.set()
             for f in pending:
                 f.cancel()
+
+
+def _result(future: Future[R]) -> R:
+    """The future's result, waited for in short turns: a signal (SIGTERM, Ctrl-C) delivered to a
+    worker thread does not wake a main thread blocked on a lock, so it is only noticed when the
+    main thread wakes (here, at once rather than when the frame ends, minutes later)."""
+    while True:
+        try:
+            return future.result(timeout=0.1)
+        except TimeoutError:
+            continue
 
 
 def archive_spans(src: BinaryIO, limit: int) -> list[tuple[int, int]] | None:

@@ -93,7 +93,7 @@ def test_ordered_map_keeps_order_and_bounds_what_it_takes():
             taken.append(i)
             yield i
 
-    def fn(worker: int, i: int) -> tuple[int, int]:
+    def fn(worker: int, i: int, check) -> tuple[int, int]:
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
@@ -109,7 +109,7 @@ def test_ordered_map_keeps_order_and_bounds_what_it_takes():
         assert 0 <= worker < 3
     assert got == list(range(12)) and peak[0] <= 3
 
-    def fails(worker: int, i: int) -> int:
+    def fails(worker: int, i: int, check) -> int:
         if i == 4:
             raise ValueError("frame 4")
         return i
@@ -162,3 +162,40 @@ def test_a_reader_seeks_by_frame(trained, data, framed):
         assert f.read(100) == data[13000:13100]
         f.seek(50)  # back before the frame in hand
         assert f.read() == data[50:]
+
+
+def test_ordered_map_stops_running_calls_when_the_consumer_stops():
+    """A consumer that stops early (an error, a signal) does not wait for frames still being
+    coded: they end at their next check."""
+    def fn(worker: int, i: int, check) -> int:
+        if i == 0:
+            return 0
+        for _ in range(1000):  # ten seconds unless stopped
+            check()
+            time.sleep(0.01)
+        return i
+
+    t = time.perf_counter()
+    results = ordered_map(fn, range(4), 2)
+    assert next(results) == 0
+    results.close()
+    assert time.perf_counter() - t < 2
+
+
+def test_sigterm_stops_frames_at_once_without_waiting(tmp_path, text):
+    """Frames coded at once on worker threads: SIGTERM ends the run at once (a signal that lands
+    on a worker thread must not wait for a frame to end), leaving no output behind."""
+    import signal
+    import subprocess
+    import sys
+    src = tmp_path / "t.txt"
+    src.write_bytes(text[:60000] * 2)
+    p = subprocess.Popen([sys.executable, "-m", "shazip", "-q", "-T", "2", "--block-size", "20000", "--frame-size",
+                          "20000", str(src)], stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    time.sleep(3)  # start-up, then frames under way
+    assert p.poll() is None, "finished before the signal: give it more work"
+    t = time.perf_counter()
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=30) == 128 + signal.SIGTERM
+    assert time.perf_counter() - t < 2
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["t.txt"]
