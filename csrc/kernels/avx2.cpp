@@ -318,23 +318,7 @@ static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extr
 
 }  // namespace
 
-extern constexpr Kernels table = {
-    "avx2",
-    packed_bytes,
-    pack,
-    gemm_scratch_bytes,
-    gemm,
-    layer_norm,
-    quantize_row,
-    lstm_cell,
-    linear_clamp,
-    dots,
-    attention_weights,
-    mix,
-    attention_out,
-    boom,
-    out_freq,
-};
+SHAZIP_KERNEL_TABLE("avx2")
 
 }  // namespace shazip::kernels::avx2
 

@@ -10,6 +10,13 @@
 //
 // Every line mirrors quant.py's torch step (the twin); the comments name the twin's lines.
 
+// A path's table (kernels.h), after its anonymous namespace: every kernel by the same name in
+// every path file, so a new kernel is one line here.
+#define SHAZIP_KERNEL_TABLE(NAME)                                                                          \
+  extern constexpr Kernels table = {NAME, packed_bytes, pack, gemm_scratch_bytes, gemm, layer_norm,       \
+                                    quantize_row, lstm_cell, linear_clamp, dots, attention_weights, mix, \
+                                    attention_out, boom, out_freq};
+
 static inline i64 min64(i64 a, i64 b) { return a < b ? a : b; }
 static inline i64 max64(i64 a, i64 b) { return a > b ? a : b; }
 static inline i64 clamp64(i64 x, i64 lo, i64 hi) { return x < lo ? lo : (x > hi ? hi : x); }

@@ -57,24 +57,12 @@ static void gemm(const i8* a, i64 rows, i64 K, i64 N_, const u8* packed, i32* c,
   }
 }
 
+// the table's attention kernels: generic.h's plain loops
+constexpr auto dots = dots_generic;
+constexpr auto mix = mix_generic;
+
 }  // namespace
 
-extern constexpr Kernels table = {
-    "portable",
-    packed_bytes,
-    pack,
-    gemm_scratch_bytes,
-    gemm,
-    layer_norm,
-    quantize_row,
-    lstm_cell,
-    linear_clamp,
-    dots_generic,
-    attention_weights,
-    mix_generic,
-    attention_out,
-    boom,
-    out_freq,
-};
+SHAZIP_KERNEL_TABLE("portable")
 
 }  // namespace shazip::kernels::portable
