@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterator
 from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
 from .container import (
-    ALL_METHODS, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, ArchiveReader, ArchiveWriter, Header,
+    ALL_METHODS, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader, ArchiveWriter, Header,
     Method, first_unit, read_upto, record_length, verify_block,
 )
 from .engines import (
@@ -27,7 +27,8 @@ from .engines import (
     resolve_threads, torch_threads,
 )
 from .errors import ArchiveError, CorruptArchive, ModelError, UnsupportedVersion, UsageError
-from .frames import archive_spans, ordered_map
+from . import seektable
+from .frames import Frame, index, ordered_map
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import (
     ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
@@ -170,14 +171,15 @@ class Compressor:
             parts = [obj.compress(view[i:i + size]) for i in range(0, len(frame), size)]
             return parts + [obj.flush()], len(frame), own
 
-        total = 0
+        sizes = []
         for parts, n, own in ordered_map(one, frames, self.threads):
             for part in parts:
                 dst.write(part)
-            total += n
+            sizes.append((sum(map(len, parts)), n))
             if own is not None:
                 stats.merge(own)
-        return total
+        dst.write(seektable.pack(sizes))
+        return sum(n for _, n in sizes)
 
     def compress(self, data: bytes) -> bytes:
         obj = self.compressobj()
@@ -202,7 +204,7 @@ class ShazipCompressor:
         self._stage: _Once | None = None
         self._writer: ArchiveWriter | None = None  # made with a frame's first block, which settles the stage's size
         self._in_frame = 0  # blocks written to the frame in hand
-        self._frames = 0  # frames ended
+        self._frames: list[tuple[int, int]] = []  # (archive bytes, input bytes) of each frame ended: the seek table
         self._done = False
 
     def _start(self, whole: int | None) -> None:
@@ -227,8 +229,12 @@ class ShazipCompressor:
         self._writer.add_block(method, k, block, payload)
         self._in_frame += 1
         if self._in_frame == c.frame_blocks:  # the frame is whole: the next block starts another
-            self._writer.finish()
-            self._writer, self._in_frame, self._frames = None, 0, self._frames + 1
+            self._end_frame()
+
+    def _end_frame(self) -> None:
+        trailer = self._writer.finish()
+        self._frames.append((self._writer.bytes_written, trailer.total_len))
+        self._writer, self._in_frame = None, 0
 
     def _drain(self) -> bytes:
         out = self._out.getvalue()
@@ -256,7 +262,8 @@ class ShazipCompressor:
         if self._writer is None and not self._frames:  # nothing came
             self._start(0)
         if self._writer is not None:
-            self._writer.finish()
+            self._end_frame()
+        self._out.write(seektable.pack(self._frames))
         return self._drain()
 
 
@@ -336,7 +343,9 @@ class ShazipDecompressor:
     so far, each verified. `eof` is true once the archive's end was read; whatever came after
     it is `unused_data` (in a concatenation, the next archive: give it to a new decompressor),
     and a further `decompress` raises EOFError. `needs_input` is true until `eof`. Options as
-    `iter_decompress`."""
+    `iter_decompress`. Given a skippable frame instead of an archive (the seek table that ends a
+    framed output), it reads past it and ends there with no output, as a zstd skippable frame
+    does: a loop over `unused_data` decodes framed output whole."""
 
     def __init__(self, model: str | LoadedModel | None = None, threads: int = 0, device: str = "cpu") -> None:
         self._fed = io.BytesIO()
@@ -344,6 +353,7 @@ class ShazipDecompressor:
         self._buf = bytearray()
         self._started = False
         self._ended = False  # the units so far hold the whole archive
+        self._skip: int | None = None  # a skippable frame's bytes still to drop
         self.eof = False
         self.unused_data = b""
 
@@ -355,6 +365,8 @@ class ShazipDecompressor:
         if self.eof:
             raise EOFError("already at the end of the archive")
         self._buf += data
+        if not self._started and self._skipping():
+            return b""
         out = []
         while (n := self._unit()) is not None:
             # the decoder reads exactly this unit: the header (first time) and one record
@@ -372,6 +384,24 @@ class ShazipDecompressor:
                 self._buf.clear()
                 break
         return b"".join(out)
+
+    def _skipping(self) -> bool:
+        """Whether the input is a skippable frame: its bytes are dropped as they come (nothing
+        holds them), and its end is this decompressor's end."""
+        if self._skip is None:
+            if bytes(self._buf[:len(SKIP_MAGIC)]) != SKIP_MAGIC:
+                return False  # an archive (or a prefix both magics share: `_unit` waits on it)
+            head = len(SKIP_MAGIC) + 4  # the magic and the length, u32
+            if len(self._buf) < head:
+                return True
+            self._skip = head + int.from_bytes(self._buf[len(SKIP_MAGIC):head], "little")
+        n = min(self._skip, len(self._buf))
+        del self._buf[:n]
+        self._skip -= n
+        if not self._skip:
+            self.eof, self.unused_data = True, bytes(self._buf)
+            self._buf.clear()
+        return True
 
     def _unit(self) -> int | None:
         """Bytes of the next unit the decoder can take whole (None: wait for more): the header
@@ -399,9 +429,9 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
     thread; its structure is checked first, so a damaged one fails before anything is written."""
     workers = resolve_threads(threads)
     if concatenated and workers > 1 and resolve_device(device) == "cpu":
-        spans = archive_spans(src, MAX_FRAME_IN_MEMORY)
-        if spans is not None and len(spans) > 1:
-            return _decoded_at_once(src, spans, dst, model, progress, workers)
+        frames = index(src, MAX_FRAME_IN_MEMORY)
+        if frames is not None and len(frames) > 1:
+            return _decoded_at_once(src, frames, dst, model, progress, workers)
     total = 0
     for block in iter_decompress(src, model, progress, threads, device, concatenated):
         dst.write(block)
@@ -416,15 +446,15 @@ def compress(data: bytes, model: str | LoadedModel = "default", **kw) -> bytes:
     return out.getvalue()
 
 
-def _decoded_at_once(src: BinaryIO, spans: list[tuple[int, int]], dst: BinaryIO, model: str | LoadedModel | None,
+def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: str | LoadedModel | None,
                      progress: Progress | None, workers: int) -> int:
-    """The archives at `spans` of src, `workers` at a time, written in order."""
+    """The archives `frames` of src, `workers` at a time, written in order."""
     lock = threading.Lock()
     model = _resolve(model) if model is not None else None  # read once, not once a frame
 
-    def read(span: tuple[int, int]) -> bytes:
-        src.seek(span[0])
-        return read_upto(src, span[1] - span[0])
+    def read(frame: Frame) -> bytes:
+        src.seek(frame.start)
+        return read_upto(src, frame.end - frame.start)
 
     def one(_: int, archive: bytes, check: Callable[[], None]) -> list[bytes]:
         def report(n: int) -> None:  # after every chunk of steps: where a stopped frame ends
@@ -436,7 +466,7 @@ def _decoded_at_once(src: BinaryIO, spans: list[tuple[int, int]], dst: BinaryIO,
         return list(iter_decompress(io.BytesIO(archive), model, report, 1, "cpu", concatenated=False))
 
     total = 0
-    for blocks in ordered_map(one, map(read, spans), workers):
+    for blocks in ordered_map(one, map(read, frames), workers):
         for block in blocks:
             dst.write(block)
             total += len(block)

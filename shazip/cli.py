@@ -534,6 +534,8 @@ def _list_one(d: dict) -> None:
     for b in d["blocks"]:
         click.echo(f"  block {b['index']}: {b['method']:5s} lanes {b['lanes']:4d} "
                    f"{b['orig_len']:10d} -> {b['payload_len']:10d}")
+    if d["skipped_bytes"]:
+        click.echo(f"then {d['skipped_bytes']} bytes of skippable frames (the seek table of a framed file)")
 
 
 @main.command()

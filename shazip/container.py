@@ -42,6 +42,10 @@ from shazip.errors import (
 )
 
 MAGIC: bytes = b"SHZ\x89"
+# A skippable frame ("SHZ\x8a" | length u32 | content) may follow any archive of a stream; every
+# reader passes over it unread. shazip writes one, the seek table (seektable.py), after the last
+# frame of a framed output; whatever else one holds is for other tools.
+SKIP_MAGIC: bytes = b"SHZ\x8a"
 # Format 1 (shazip 0.3) has no adaptive stage; format 2 added its version and parameters to the
 # header; format 3 (written for every archive with the stage) is format 2 made compact. Archives
 # without the stage are still written as format 1, byte for byte as 0.3 did.
@@ -68,6 +72,7 @@ _VARINT_MAX = 5  # bytes of the longest varint a field may take (payload_len < 2
 _BLOCK_HEADER = struct.Struct("<BIBHIII")
 _TRAILER = struct.Struct("<BIQ")  # tag, n_blocks, total_len (tr_crc follows)
 _CRC = struct.Struct("<I")
+_SKIP_LEN = struct.Struct("<I")
 
 
 class Method(enum.IntEnum):
@@ -168,6 +173,13 @@ class Header:
             out += _varint(solo.lanes) + _varint(solo.orig_len - 1) + _varint(solo.payload_len)
             out += _CRC.pack(solo.data_crc)
         return _with_crc(out)
+
+
+def skippable(content: bytes) -> bytes:
+    """A skippable frame holding `content`, which readers of archives pass over."""
+    if len(content) > _U32_MAX:
+        raise ValueError("a skippable frame holds at most 4 GiB")
+    return SKIP_MAGIC + _SKIP_LEN.pack(len(content)) + content
 
 
 def _varint(n: int) -> bytes:
@@ -402,6 +414,7 @@ class ArchiveWriter:
 
 
 BLOCK_HEADER_BYTES = _BLOCK_HEADER.size + _CRC.size
+TRAILER_BYTES = _TRAILER.size + _CRC.size
 MAX_HEADER = _HEADER_HEAD.size + 255 + _HEADER_TAIL.size + 2 + 255 + _CRC.size  # formats 3's are shorter
 
 
@@ -456,7 +469,7 @@ def record_length(prefix: bytes) -> int | None:
     if not prefix:
         return None
     if prefix[0] == _TAG_TRAILER:
-        return _TRAILER.size + _CRC.size
+        return TRAILER_BYTES
     if prefix[0] != _TAG_BLOCK:
         return 1
     if len(prefix) < BLOCK_HEADER_BYTES:
@@ -489,15 +502,17 @@ class ArchiveReader:
     Never seeks, and tolerates short reads, so src may be a pipe.
 
     `more`: other archives may follow this one in src (gzip's rule: a stream of archives holds
-    the concatenation of their contents). The first byte after the trailer is then kept in
-    `after` (b"" at the end of src) for the next reader, whose `lead` it is, instead of being
+    the concatenation of their contents). The first bytes after the archive are then kept in
+    `after` (b"" at the end of src) for the next reader, whose `lead` they are, instead of being
     refused as trailing data; a next archive that does not start with the magic is trailing data.
+    Skippable frames after the archive (a seek table) are read past; `skipped` counts their bytes.
     """
 
     def __init__(self, src: BinaryIO, lead: bytes = b"", more: bool = False) -> None:
         self.bytes_read = 0
         self.trailer: Trailer | None = None  # set once blocks() has been fully consumed
         self.after = b""
+        self.skipped = 0
         self._src, self._lead, self._more = src, lead, more
         self._iterated = False
         self._solo: BlockHeader | None = None  # format 3: the one block, framed in the header
@@ -510,9 +525,19 @@ class ArchiveReader:
         return data
 
     def _end(self) -> None:
-        """After the trailer: the end of src, or (`more`) the next archive's first byte."""
-        self.after = self._read_upto(1)
-        if self.after and not self._more:
+        """After the trailer: skippable frames, read past; then the end of src, or (`more`) the
+        next archive's first bytes."""
+        end = self.bytes_read
+        while (after := self._read_upto(len(SKIP_MAGIC))) == SKIP_MAGIC:
+            (n,) = _SKIP_LEN.unpack(self._read(_SKIP_LEN.size, "reading a skippable frame"))
+            while n:  # in chunks, not held: its length is the file's word
+                got = len(self._read_upto(min(n, _READ_CHUNK)))
+                if not got:
+                    raise Truncated("archive is truncated (reading a skippable frame)")
+                n -= got
+        self.after = after
+        self.skipped = self.bytes_read - len(after) - end
+        if after and not self._more:
             raise CorruptArchive("trailing data after end of archive")
 
     def _read(self, n: int, what: str) -> bytes:
@@ -652,6 +677,29 @@ def declared_size(src: BinaryIO) -> int | None:
         src.seek(start)
 
 
+def recorded_size(src: BinaryIO, start: int, end: int) -> int | None:
+    """The decoded size recorded by the archive said to lie at [start, end) of a seekable src,
+    read from its header and its last bytes (the trailer; a one-block archive's header holds its
+    size and payload length); None where those are not an archive's ends. A cheap check of an
+    index (the seek table) that decodes nothing and reads no block in between."""
+    src.seek(start)
+    try:
+        reader = ArchiveReader(src)  # reads the header only
+    except ArchiveError:
+        return None
+    solo = reader._solo
+    if solo is not None:
+        return solo.orig_len if reader.bytes_read + solo.payload_len == end - start else None
+    if end - start - reader.bytes_read < TRAILER_BYTES:
+        return None
+    src.seek(end - TRAILER_BYTES)
+    raw = read_upto(src, TRAILER_BYTES)
+    body = raw[:_TRAILER.size]
+    if len(raw) < TRAILER_BYTES or raw[0] != _TAG_TRAILER or zlib.crc32(body) != _CRC.unpack(raw[_TRAILER.size:])[0]:
+        return None
+    return _TRAILER.unpack(body)[2]
+
+
 def _take(buf: bytes, pos: list[int], n: int) -> bytes:
     """n bytes of buf from pos[0] on (advancing it), or _NeedMore."""
     if pos[0] + n > len(buf):
@@ -674,7 +722,7 @@ def describe(src: BinaryIO) -> list[dict[str, Any]]:
     while True:
         reader = ArchiveReader(src, lead, more=True)
         out.append(_describe(reader, offset))
-        offset += out[-1]["archive_bytes"]
+        offset += out[-1]["archive_bytes"] + reader.skipped
         lead = reader.after
         if not lead:
             return out
@@ -700,6 +748,7 @@ def _describe(reader: ArchiveReader, offset: int) -> dict[str, Any]:
         n_blocks=reader.trailer.n_blocks,
         total_len=reader.trailer.total_len,
         offset=offset,
-        archive_bytes=reader.bytes_read - len(reader.after),  # `after` is the next archive's
+        archive_bytes=reader.bytes_read - len(reader.after) - reader.skipped,  # `after` is the next archive's
+        skipped_bytes=reader.skipped,  # skippable frames after it: the seek table after the last frame
     )
     return info

@@ -21,6 +21,7 @@ Needs the `dask` extra (`pip install "shazip[dask]"`); nothing else in shazip im
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import threading
 from collections import deque
@@ -29,7 +30,8 @@ from typing import Any, Callable, Iterator
 import fsspec
 
 from .api import Compressor, iter_decompress
-from .frames import archive_spans
+from . import seektable
+from .frames import index
 from .options import DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, MAX_FRAME_IN_MEMORY
 
 _CACHE: dict[tuple, Compressor] = {}  # per worker thread and options: the model and engine, built once
@@ -110,18 +112,29 @@ def compress(src: str, dst: str, client, *, model: str = "default", frame_size: 
     frame = Compressor(**options).frame_blocks * block_size  # also checks the options here, once
     fs, path = fsspec.core.url_to_fs(src)
     n = fs.size(path)
-    tasks = ((src, at, min(frame, n - at), options) for at in (range(0, n, frame) if n else [0]))
-    _write(dst, _in_order(client, _compress_frame, tasks, device))
+    lengths = [min(frame, n - at) for at in range(0, n, frame)] or [0]
+    tasks = ((src, at, length, options) for at, length in zip(itertools.accumulate(lengths, initial=0), lengths))
+    _write(dst, _with_table(_in_order(client, _compress_frame, tasks, device), lengths))
     return n
+
+
+def _with_table(archives: Iterator[bytes], lengths: list[int]) -> Iterator[bytes]:
+    """The frames' archives, then the seek table a local run writes after them."""
+    sizes = []
+    for archive, length in zip(archives, lengths):
+        sizes.append((len(archive), length))
+        yield archive
+    yield seektable.pack(sizes)
 
 
 def decompress(src: str, dst: str, client, *, model: str | None = None, device: str = "cpu") -> int:
     """Decompresses src (a framed archive: a path every worker sees, or an fsspec URL) to dst,
-    one task per frame; returns the bytes written. The client reads the archives' structure
-    (headers, block headers, trailers) to find the frames; the workers decode them."""
+    one task per frame; returns the bytes written. The client finds the frames from the seek
+    table at the end of src (else from the archives' structure: headers, block headers,
+    trailers); the workers decode them."""
     with fsspec.open(src, "rb") as f:
-        spans = archive_spans(f, MAX_FRAME_IN_MEMORY)
-    if spans is None:
+        frames = index(f, MAX_FRAME_IN_MEMORY)
+    if frames is None:
         raise ValueError(f"{src}: a frame is too large to decode as one task ({MAX_FRAME_IN_MEMORY} bytes at most)")
-    tasks = ((src, start, end, model, device) for start, end in spans)
+    tasks = ((src, f.start, f.end, model, device) for f in frames)
     return _write(dst, _in_order(client, _decompress_frame, tasks, device))

@@ -15,9 +15,10 @@ A reader over a seekable file is seekable, as `gzip.GzipFile` and `lzma.LZMAFile
 `tarfile`'s random-access mode ("r:") works too; but it is emulated, and can be slow: the
 adaptive stage carries what it learnt from block to block, so no block decodes on its own, only
 a frame (an archive) from its start. A seek finds the frame that holds the position from the
-archives' structure (read once, nothing decoded), decodes from that frame's start unless the
-position lies ahead in the frame in hand, and discards up to the position. The size (a seek
-from the end) comes from the same structure. Writers are not seekable; their `tell()` counts the bytes written, as gzip's does.
+seek table at the end of a framed file, or else from the archives' structure (read once,
+nothing decoded), decodes from that frame's start unless the position lies ahead in the frame
+in hand, and discards up to the position. The size (a seek from the end) comes from the same
+index. Writers are not seekable; their `tell()` counts the bytes written, as gzip's does.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import os
 from typing import BinaryIO, Iterator
 
 from .api import Compressor, ShazipCompressor, iter_decompress
-from .container import describe
+from .frames import index
 from .modelfile import LoadedModel
 
 
@@ -80,16 +81,17 @@ class ShazipFile(io.BufferedIOBase):
 
     def _frames(self) -> list[tuple[int, int, int]]:
         """(file offset, decoded offset, decoded size) of each archive (frame), read once from
-        their structure; the file is left where decoding needs it."""
+        the seek table or the archives' structure (frames.index); the file is left where
+        decoding needs it."""
         if self._index is None:
             where = self._fp.tell()
             self._fp.seek(self._start)
             try:
-                archives = describe(self._fp)
+                frames = index(self._fp)
             finally:
                 self._fp.seek(where)
-            starts = itertools.accumulate((a["total_len"] for a in archives), initial=0)
-            self._index = [(self._start + a["offset"], s, a["total_len"]) for a, s in zip(archives, starts)]
+            starts = itertools.accumulate((f.decoded for f in frames), initial=0)
+            self._index = [(f.start, s, f.decoded) for f, s in zip(frames, starts)]
         return self._index
 
     def _fill(self) -> bool:

@@ -5,17 +5,20 @@ input; a framed input is the concatenation of its frames (docs/format.md), which
 decodes. Frames share nothing, so `-T N` codes N of them at once, on threads over the native
 core (it releases the GIL for the whole block loop), each frame on one thread: the bytes written
 do not depend on N. The parts here know nothing of the codec: an ordered map over a bounded
-number of workers, and where each archive of a seekable file lies.
+number of workers, and where each archive of a seekable file lies (from the seek table at its
+end, seektable.py, or from the archives' structure).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
+from dataclasses import dataclass
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from typing import BinaryIO, Callable, Iterable, Iterator, TypeVar
 
-from .container import ArchiveReader
+from . import seektable
+from .container import ArchiveReader, recorded_size
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -76,29 +79,63 @@ def _result(future: Future[R]) -> R:
             continue
 
 
-def archive_spans(src: BinaryIO, limit: int) -> list[tuple[int, int]] | None:
-    """(start, end) of each archive in a seekable src, from its structure alone (headers, block
-    headers, trailers: nothing is decoded), then back to where src was. None where the frames
-    cannot be split out cheaply: src cannot seek, or an archive is larger than `limit` bytes
-    (one old unframed archive: it streams instead of being held in memory). A damaged archive
-    raises here, before anything is written, as the streaming decoder would at that point."""
+@dataclass(frozen=True)
+class Frame:
+    """Where one archive (frame) lies: bytes [start, end) of the file, `decoded` bytes of data."""
+
+    start: int
+    end: int
+    decoded: int
+
+
+def index(src: BinaryIO, limit: int | None = None) -> list[Frame] | None:
+    """The archives (frames) of a seekable src from where it stands, then back there. From the
+    seek table at its end when there is one that covers them, each frame's ends checked (two
+    small reads a frame); else from the archives' structure (headers, block headers, trailers:
+    nothing is decoded), where a damaged archive raises, as the streaming decoder would, before
+    anything is written. None where the frames cannot be had cheaply: src cannot seek, or an
+    archive is larger than `limit` bytes (one old unframed archive: it streams instead of being
+    held in memory)."""
     try:
         if not src.seekable():
             return None
         start = src.tell()
     except (AttributeError, OSError, ValueError):
         return None
-    spans, lead, at = [], b"", start
     try:
-        while True:
-            reader = ArchiveReader(src, lead, more=True)
-            for _ in reader.blocks():
-                if reader.bytes_read > limit:
-                    return None
-            end = at + reader.bytes_read - len(reader.after)
-            spans.append((at, end))
-            at, lead = end, reader.after
-            if not lead:
-                return spans
+        frames = _from_table(src, start)
+        if frames is None:
+            src.seek(start)
+            frames = _scanned(src, start, limit)
+        if frames is not None and limit is not None and any(f.end - f.start > limit for f in frames):
+            return None
+        return frames
     finally:
         src.seek(start)
+
+
+def _from_table(src: BinaryIO, start: int) -> list[Frame] | None:
+    table = seektable.read(src, start)
+    if not table:
+        return None
+    frames, at = [], start
+    for size, decoded in table:
+        if recorded_size(src, at, at + size) != decoded:
+            return None  # the table does not match the archives: scan them
+        frames.append(Frame(at, at + size, decoded))
+        at += size
+    return frames
+
+
+def _scanned(src: BinaryIO, start: int, limit: int | None) -> list[Frame] | None:
+    frames, lead, at = [], b"", start
+    while True:
+        reader = ArchiveReader(src, lead, more=True)
+        for _ in reader.blocks():
+            if limit is not None and reader.bytes_read > limit:
+                return None
+        end = at + reader.bytes_read - len(reader.after) - reader.skipped  # the seek table is no frame's
+        frames.append(Frame(at, end, reader.trailer.total_len))
+        at, lead = end + reader.skipped, reader.after
+        if not lead:
+            return frames

@@ -3,9 +3,12 @@ frame size, and decodes it (and a local one) to the input."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 import shazip
+from shazip.container import describe
 
 distributed = pytest.importorskip("distributed")  # the dask extra; dev has it
 
@@ -38,7 +41,8 @@ def test_cluster_equals_local(tmp_path, client, trained, text):
 def test_a_damaged_frame_fails_and_writes_nothing(tmp_path, client, trained, text):
     import shazip.distributed as sd
     arc = bytearray(shazip.compress(text[:20000], model=trained, threads=1, **OPTIONS))
-    arc[-30] ^= 0x10
+    last = describe(io.BytesIO(arc))[-1]
+    arc[last["offset"] + last["archive_bytes"] - 30] ^= 0x10  # the last frame's last block
     (tmp_path / "bad.shz").write_bytes(bytes(arc))
     with pytest.raises(shazip.ShazipError):
         sd.decompress(str(tmp_path / "bad.shz"), str(tmp_path / "out.txt"), client, model=str(trained.path))

@@ -77,7 +77,8 @@ def test_command_line_frames(tmp_path, trained, data, framed):
     assert_ok(run("-d", "-q", "-T", "2", "--model", trained.path, tmp_path / "d.txt.shz"))
     assert src.read_bytes() == data
     bad = bytearray(framed)
-    bad[-40] ^= 1
+    last = describe(io.BytesIO(framed))[-1]
+    bad[last["offset"] + last["archive_bytes"] - 40] ^= 1  # the last frame's last block
     (tmp_path / "bad.shz").write_bytes(bytes(bad))
     before = listing(tmp_path)
     assert_fails(run("-d", "-q", "-T", "2", "--model", trained.path, tmp_path / "bad.shz"), "bad.shz", tmp_path,

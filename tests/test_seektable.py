@@ -1,0 +1,83 @@
+"""The seek table after a framed output: written by every writer, read past by every stream
+reader, used by the readers that seek or split the work, and never trusted beyond what the
+archives themselves confirm."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import shazip
+from shazip import seektable
+from shazip.container import BLOCK_HEADER_BYTES, TRAILER_BYTES, describe, skippable
+from shazip.errors import ShazipError
+from shazip.frames import _scanned, index
+
+from test_concat import _by_decompressors
+from test_frames import FRAMED, data, framed  # noqa: F401 (fixtures)
+
+
+def test_the_table_lists_every_frame_and_agrees_with_a_scan(framed):
+    archives = describe(io.BytesIO(framed))
+    table = seektable.read(io.BytesIO(framed), 0)
+    assert table == [(a["archive_bytes"], a["total_len"]) for a in archives]
+    assert framed.endswith(seektable.pack(table)) and archives[-1]["skipped_bytes"] == len(seektable.pack(table))
+    src = io.BytesIO(b"prefix" + framed)  # from where the file stands
+    src.seek(6)
+    found = index(src)
+    assert src.tell() == 6 and found == _scanned(src, 6, None)
+    assert [(f.end - f.start, f.decoded) for f in found] == table and found[0].start == 6
+
+
+def test_one_frame_has_no_table(trained, data):
+    one = shazip.compress(data[:12000], model=trained, **FRAMED)
+    assert seektable.read(io.BytesIO(one), 0) is None and describe(io.BytesIO(one))[0]["skipped_bytes"] == 0
+
+
+def test_every_reader_reads_past_the_table(trained, data, framed):
+    assert shazip.decompress(framed, model=trained, threads=1) == data
+    assert b"".join(shazip.iter_decompress(io.BytesIO(framed), model=trained)) == data
+    assert _by_decompressors(framed, trained, 333) == data  # the table: a decompressor of its own
+    assert _by_decompressors(framed + framed, trained, 5000) == data + data
+    other = skippable(b"another tool's metadata")  # whatever a skippable frame holds
+    one = shazip.compress(data[:3000], model=trained, lanes=1)
+    assert shazip.decompress(one + other + one + other, model=trained) == data[:3000] * 2
+    with pytest.raises(ShazipError, match="truncated"):
+        shazip.decompress(one + other[:-1], model=trained)
+
+
+def test_a_table_that_does_not_fit_is_not_used(trained, data, framed):
+    """Damaged, describing other archives, or no longer at the end: the frames are found by
+    scanning, and everything still decodes."""
+    end = len(framed) - len(seektable.pack(seektable.read(io.BytesIO(framed), 0)))
+    damaged = bytearray(framed)
+    damaged[end + 12] ^= 1  # a frame size in the table
+    lying = framed[:end] + seektable.pack([(1939, 12000), (2561, 12000), (1751, 12000), (685, 4000)])
+    appended = framed + shazip.compress(b"more", model=trained)
+    for blob, want in ((bytes(damaged), data), (lying, data), (framed + framed, data + data),
+                       (appended, data + b"more")):
+        assert index(io.BytesIO(blob)) == _scanned(io.BytesIO(blob), 0, None)
+        assert shazip.decompress(blob, model=trained, threads=2) == want
+        with shazip.open(io.BytesIO(blob), "rb", model=trained) as f:
+            f.seek(30000)
+            assert f.read(100) == want[30000:30100]
+
+
+def test_a_reader_seeks_by_the_table(trained, data, framed):
+    """With the table, a seek reads only the frame it lands in: a frame whose structure is
+    damaged (which a scan could not pass) is never read, and the size comes from the table."""
+    second = describe(io.BytesIO(framed))[1]
+    blocks = second["blocks"]
+    header = second["archive_bytes"] - sum(BLOCK_HEADER_BYTES + b["payload_len"] for b in blocks) - TRAILER_BYTES
+    bad = bytearray(framed)
+    bad[second["offset"] + header + BLOCK_HEADER_BYTES + blocks[0]["payload_len"] + 3] ^= 0xFF  # block 1's header
+    with pytest.raises(ShazipError):
+        _scanned(io.BytesIO(bytes(bad)), 0, None)
+    with shazip.open(io.BytesIO(bytes(bad)), "rb", model=trained) as f:
+        assert f.seek(0, io.SEEK_END) == len(data)
+        f.seek(26000)
+        assert f.read(5000) == data[26000:31000]
+        f.seek(10)
+        with pytest.raises(ShazipError):
+            f.read()
