@@ -24,8 +24,9 @@ from typing import BinaryIO, Callable, Iterator
 import click
 
 from . import __version__
-from .container import declared_size, describe
+from .container import describe
 from .errors import ArchiveError, CorruptArchive, OutputExists, ShazipError, UsageError
+from .frames import declared_size
 from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEVICES, ENGINE_CHOICES, FRAME_HELP, LANES_HELP
 
 SUFFIX = ".shz"

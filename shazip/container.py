@@ -658,25 +658,6 @@ class ArchiveReader:
         self.trailer = self._read_trailer(tag, i, total_len)
 
 
-def declared_size(src: BinaryIO) -> int | None:
-    """The decoded size the archives in src record (every frame's, for a framed input), for a
-    progress bar's % and ETA, read from their structure without decoding (`describe`). None
-    where it cannot be had surely: a pipe, a damaged archive, not an archive. Puts the position
-    back, so the decoder sees the input untouched; it, not this glance, reports what is wrong."""
-    try:
-        if not src.seekable():
-            return None
-        start = src.tell()
-    except (OSError, ValueError):  # a device may say it seeks and then fail: a glance is worth no error
-        return None
-    try:
-        return sum(a["total_len"] for a in describe(src))
-    except (ArchiveError, OSError, ValueError):
-        return None
-    finally:
-        src.seek(start)
-
-
 def recorded_size(src: BinaryIO, start: int, end: int) -> int | None:
     """The decoded size recorded by the archive said to lie at [start, end) of a seekable src,
     read from its header and its last bytes (the trailer; a one-block archive's header holds its

@@ -19,6 +19,7 @@ from typing import BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from . import seektable
 from .container import ArchiveReader, recorded_size
+from .errors import ArchiveError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -139,3 +140,16 @@ def _scanned(src: BinaryIO, start: int, limit: int | None) -> list[Frame] | None
         at, lead = end + reader.skipped, reader.after
         if not lead:
             return frames
+
+
+def declared_size(src: BinaryIO) -> int | None:
+    """The decoded size the archives in src record (every frame's, for a framed input), for a
+    progress bar's % and ETA, from the seek table or the structure (`index`: nothing decoded).
+    None where it cannot be had surely: a pipe, a damaged archive, not an archive. Puts the
+    position back, so the decoder sees the input untouched; it, not this glance, reports what is
+    wrong."""
+    try:
+        frames = index(src)
+    except (ArchiveError, OSError, ValueError):  # a device may say it seeks and then fail: a glance is worth no error
+        return None
+    return None if frames is None else sum(f.decoded for f in frames)

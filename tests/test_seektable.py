@@ -12,7 +12,7 @@ import shazip
 from shazip import seektable
 from shazip.container import BLOCK_HEADER_BYTES, TRAILER_BYTES, describe, skippable
 from shazip.errors import ShazipError
-from shazip.frames import _scanned, index
+from shazip.frames import _scanned, declared_size, index
 
 from test_concat import _by_decompressors
 from test_frames import FRAMED, data, framed  # noqa: F401 (fixtures)
@@ -74,6 +74,7 @@ def test_a_reader_seeks_by_the_table(trained, data, framed):
     bad[second["offset"] + header + BLOCK_HEADER_BYTES + blocks[0]["payload_len"] + 3] ^= 0xFF  # block 1's header
     with pytest.raises(ShazipError):
         _scanned(io.BytesIO(bytes(bad)), 0, None)
+    assert declared_size(io.BytesIO(bytes(bad))) == len(data)  # the progress bar's total, from the table
     with shazip.open(io.BytesIO(bytes(bad)), "rb", model=trained) as f:
         assert f.seek(0, io.SEEK_END) == len(data)
         f.seek(26000)
