@@ -26,7 +26,7 @@ from .engines import (
     BY_ID, DEVICES, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, int_engine, resolve_device,
     resolve_threads, torch_threads,
 )
-from .errors import ArchiveError, CorruptArchive, ModelError, UnsupportedVersion, UsageError
+from .errors import ArchiveError, CorruptArchive, ModelError, ShazipError, UnsupportedVersion, UsageError
 from . import seektable
 from .frames import Frame, index, ordered_map
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
@@ -354,6 +354,7 @@ class ShazipDecompressor:
         self._started = False
         self._ended = False  # the units so far hold the whole archive
         self._skip: int | None = None  # a skippable frame's bytes still to drop
+        self._error: ShazipError | None = None
         self.eof = False
         self.unused_data = b""
 
@@ -362,8 +363,17 @@ class ShazipDecompressor:
         return not self.eof
 
     def decompress(self, data: bytes) -> bytes:
+        if self._error is not None:  # a damaged archive stays damaged: never a clean end after it
+            raise self._error
         if self.eof:
             raise EOFError("already at the end of the archive")
+        try:
+            return self._decompress(data)
+        except ShazipError as e:
+            self._error = e
+            raise
+
+    def _decompress(self, data: bytes) -> bytes:
         self._buf += data
         if not self._started and self._skipping():
             return b""
@@ -442,8 +452,16 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
 def compress(data: bytes, model: str | LoadedModel = "default", **kw) -> bytes:
     """Compresses bytes in memory. Keyword arguments as `Compressor`."""
     out = io.BytesIO()
-    compress_stream(io.BytesIO(data), out, model, **kw)
+    compress_stream(io.BytesIO(_bytes(data)), out, model, **kw)
     return out.getvalue()
+
+
+def _bytes(data) -> memoryview:
+    """data as a buffer, or TypeError (io.BytesIO(None) would be an empty input)."""
+    try:
+        return memoryview(data)
+    except TypeError:
+        raise TypeError(f"a bytes-like object is required, not {type(data).__name__!r}") from None
 
 
 def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: str | LoadedModel | None,
@@ -528,7 +546,7 @@ def decompress(data: bytes, model: str | LoadedModel | None = None, **kw) -> byt
     """Decompresses whole archives (one, or several one after the other) in memory. Keyword
     arguments as `iter_decompress`."""
     out = io.BytesIO()
-    decompress_stream(io.BytesIO(data), out, model, **kw)
+    decompress_stream(io.BytesIO(_bytes(data)), out, model, **kw)
     return out.getvalue()
 
 

@@ -4,17 +4,20 @@ only when their command runs).
 Outputs go to a temporary file beside the destination and are renamed into place only after
 the whole archive was written (or every block decoded and verified); on any error, Ctrl-C or
 SIGTERM the temporary file is removed and the input is left untouched. Errors are one line on
-stderr with a non-zero exit code (130 after SIGINT, 143 after SIGTERM).
+stderr with a non-zero exit code (130 after SIGINT, 128 + N after SIGTERM, SIGHUP or SIGQUIT).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import io
 import json
 import os
+import select
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -25,7 +28,7 @@ import click
 
 from . import __version__
 from .container import describe
-from .errors import ArchiveError, CorruptArchive, OutputExists, ShazipError, UsageError
+from .errors import ArchiveError, CorruptArchive, FileTrouble, OutputExists, ShazipError, UsageError
 from .frames import declared_size
 from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEVICES, ENGINE_CHOICES, FRAME_HELP, LANES_HELP
 
@@ -33,11 +36,19 @@ SUFFIX = ".shz"
 
 
 class Terminated(BaseException):
-    """Raised from the SIGTERM handler so cleanup runs like for Ctrl-C."""
+    """Raised from the handler of a signal that ends the run (SIGTERM, SIGHUP, SIGQUIT), so
+    cleanup (the temporary output) runs as for Ctrl-C; the exit status is 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
-def _on_sigterm(*_) -> None:
-    raise Terminated()
+def _on_signal(signum: int, _frame) -> None:
+    raise Terminated(signum)
+
+
+ENDING_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n))
 
 
 class ProgressBar:
@@ -68,42 +79,93 @@ class ProgressBar:
             sys.stderr.flush()
 
 
+def shown(name: str) -> str:
+    """A file name as text fit for a terminal: bytes that are not UTF-8 (which Python keeps as
+    lone surrogates) as \\xNN escapes, as `ls -b` shows them."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 @contextlib.contextmanager
-def _input(path: str) -> Iterator[BinaryIO]:
+def _input(path: str, force: bool = False) -> Iterator[BinaryIO]:
+    """The input file (standard input for "-"). What is not a regular file (a FIFO, a device,
+    a socket) is refused unless `force`, as gzip skips it: a FIFO would block and /dev/zero
+    never end."""
     if path == "-":
         yield sys.stdin.buffer
         return
-    p = Path(path)
-    if not p.exists():
-        raise UsageError(f"{path}: no such file")
-    if p.is_dir():
-        raise UsageError(f"{path}: is a directory")
     try:
-        f = open(p, "rb")
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
     except OSError as e:
-        raise UsageError(f"{path}: cannot read ({e.strerror})") from None
+        raise FileTrouble(f"{path}: cannot read ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{path}: is a directory")
+    if not stat.S_ISREG(st.st_mode) and not force:
+        raise UsageError(f"{path}: not a regular file, skipped (-f reads it)")
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise FileTrouble(f"{path}: cannot read ({e.strerror})") from None
     with f:
         yield f
 
 
+class _Sink:
+    """Where an output's bytes go: every write is whole (a raw standard output, under
+    PYTHONUNBUFFERED=1, may take part of what it is given, and the rest would be lost), and a
+    failure (disk full, a file size limit, a closed pipe's reader gone) names the output, never
+    a temporary file."""
+
+    def __init__(self, f: BinaryIO, name: str) -> None:
+        self._f, self._name = f, name
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        try:
+            while view:
+                n = self._f.write(view)
+                if n is None:  # a non-blocking descriptor that is full: wait until it takes more
+                    select.select([], [self._f], [])
+                    n = 0
+                view = view[n:]
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise FileTrouble(f"{self._name}: cannot write ({e.strerror or e})") from None
+        return len(data)
+
+    def flush(self) -> None:
+        try:
+            self._f.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise FileTrouble(f"{self._name}: cannot write ({e.strerror or e})") from None
+
+
 @contextlib.contextmanager
-def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[BinaryIO]:
-    """stdout if path is None; else a temp file renamed to `path` only if the body succeeds.
-    With `like` (the input file), the output gets its permission bits (never wider) and its
-    access and modification times, as gzip, xz and zstd do; else the usual 0666 less umask.
-    Errors name `path`, never the temporary file."""
+def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[_Sink]:
+    """stdout if path is None; else a temporary file that becomes `path` only if the body
+    succeeds, and only if nothing is at `path` then (another run, a file made meanwhile, a
+    dangling symlink) unless `force`. With `like` (the input file), the output gets its
+    permission bits (never wider) and its access and modification times, as gzip, xz and zstd
+    do; else the usual 0666 less umask. Errors name `path`, never the temporary file."""
     if path is None:
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
+        sink = _Sink(sys.stdout.buffer, "standard output")
+        yield sink
+        sink.flush()
         return
     dest = Path(path)
-    if dest.exists() and not force:
+    if dest.is_dir():
+        raise UsageError(f"{path}: is a directory")
+    if os.path.lexists(dest) and not force:
         raise OutputExists(f"{path}: already exists (use -f to overwrite)")
     src = os.stat(like) if like is not None else None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     except OSError as e:
-        raise UsageError(f"{path}: cannot write ({e.strerror})") from None
+        raise FileTrouble(f"{path}: cannot write ({e.strerror})") from None
     try:
         with os.fdopen(fd, "wb") as f:
             if src is not None:
@@ -113,18 +175,55 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
                 os.umask(umask)
                 mode = 0o666 & ~umask
             os.fchmod(f.fileno(), mode)  # mkstemp makes 0600
-            yield f
+            sink = _Sink(f, path)
+            yield sink
+            sink.flush()
             try:
-                f.flush()
                 os.fsync(f.fileno())
             except OSError as e:
-                raise UsageError(f"{path}: cannot write ({e.strerror})") from None
+                raise FileTrouble(f"{path}: cannot write ({e.strerror})") from None
             if src is not None:
                 os.utime(f.fileno(), ns=(src.st_atime_ns, src.st_mtime_ns))
-        os.replace(tmp, dest)
+        _publish(tmp, path, force)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _publish(tmp: str, path: str, force: bool) -> None:
+    """The finished temporary file becomes `path`: replacing what is there with `force`, else
+    only if nothing is (checked and done in one step by the kernel: a hard link, or
+    renameat2's RENAME_NOREPLACE where the file system has no hard links)."""
+    try:
+        if force:
+            os.replace(tmp, path)
+            return
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+                raise
+            _rename_noreplace(tmp, path)
+    except FileExistsError:
+        raise OutputExists(f"{path}: already exists (made while this ran; use -f to overwrite)") from None
+    except OSError as e:
+        raise FileTrouble(f"{path}: cannot write ({e.strerror})") from None
+
+
+def _rename_noreplace(tmp: str, path: str) -> None:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, rename_noreplace = -100, 1
+    if not hasattr(libc, "renameat2"):  # an old C library: checked, then renamed (a narrow race remains)
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
+        os.replace(tmp, path)
+        return
+    if libc.renameat2(at_fdcwd, os.fsencode(tmp), at_fdcwd, os.fsencode(path), rename_noreplace) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), path)
 
 
 def _bound_heap() -> None:
@@ -144,30 +243,39 @@ def _bound_heap() -> None:
 def run_command(body: Callable[[], None]) -> None:
     """Runs a command body, turning every expected failure into one line + exit code."""
     _bound_heap()
-    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    old = {n: signal.signal(n, _on_signal) for n in ENDING_SIGNALS}
     try:
         body()
     except ShazipError as e:
-        click.echo(f"shazip: {e}", err=True)
+        click.echo(f"shazip: {shown(str(e))}", err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("shazip: interrupted", err=True)
         sys.exit(130)
-    except Terminated:
-        click.echo("shazip: terminated", err=True)
-        sys.exit(143)
+    except Terminated as e:
+        click.echo(f"shazip: terminated ({signal.Signals(e.signum).name})", err=True)
+        sys.exit(128 + e.signum)
     except BrokenPipeError:
         sys.exit(141)
     except OSError as e:
-        click.echo(f"shazip: {e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}", err=True)
+        click.echo(f"shazip: {_os_error(e)}", err=True)
         sys.exit(1)
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for n, handler in old.items():
+            signal.signal(n, handler)
+
+
+def _os_error(e: OSError) -> str:
+    """An OSError as one line naming its file."""
+    name = f"{shown(os.fsdecode(e.filename))}: " if e.filename is not None else ""
+    return f"{name}{e.strerror or e}"
 
 
 def _destination(src: str, output: str | None, stdout: bool, make_name: Callable[[str], str]) -> str | None:
     if stdout or (src == "-" and output is None):
         return None
+    if src != "-" and os.path.isdir(src):
+        raise UsageError(f"{src}: is a directory")
     dest = output or make_name(src)
     if src != "-" and os.path.exists(src) and os.path.abspath(os.path.realpath(dest)) == os.path.realpath(src):
         raise UsageError(f"{dest}: output would overwrite the input")
@@ -269,8 +377,8 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
 
     coding = dict(model=model, lanes=lanes or None, block_size=block_size, frame_size=frame_size, threads=threads,
                   engine=engine, adapt=adapt, device=device)
-    run_command(lambda: compress_file(file, _destination(file, output, to_stdout, lambda s: s + SUFFIX), force, remove,
-                                      quiet, coding))
+    run_command(lambda: compress_file(file, _destination(file, output, to_stdout, lambda s: s + SUFFIX), force,
+                                      _removing(keep, remove), quiet, coding))
 
 
 def compress_file(file: str, dest: str | None, force: bool, remove: bool, quiet: bool, coding: dict) -> None:
@@ -280,7 +388,7 @@ def compress_file(file: str, dest: str | None, force: bool, remove: bool, quiet:
     from .api import compress_stream
     from .modelfile import load_model
     loaded = load_model(coding["model"])  # before creating any output: a missing model leaves nothing behind
-    with _input(file) as src, _output(dest, force, None if file == "-" else file) as dst:
+    with _input(file, force) as src, _output(dest, force, None if file == "-" else file) as dst:
         bar = ProgressBar(_size(file), not quiet)
         compress_stream(src, dst, loaded, progress=bar, **{k: v for k, v in coding.items() if k != "model"})
         bar.close()
@@ -396,17 +504,38 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
     def body() -> None:
         if output is not None and len(inputs) != 1:
             raise UsageError("-o names one output: give exactly one input")
+        _removing(keep, remove)
         worst = 0
-        for file in inputs:
+        for file in inputs:  # every failure of one file (its data, its model, the system) is its own
             try:
                 one(file)
             except ShazipError as e:
-                click.echo(f"shazip: {e}", err=True)
+                click.echo(f"shazip: {shown(_naming(file, str(e)))}", err=True)
                 worst = max(worst, e.exit_code)
+            except OSError as e:
+                if isinstance(e, BrokenPipeError):
+                    raise
+                click.echo(f"shazip: {_naming(file, _os_error(e))}", err=True)
+                worst = max(worst, 1)
         if worst:
             sys.exit(worst)
 
     run_command(body)
+
+
+def _naming(file: str, message: str) -> str:
+    """A failure's message, led by the file it concerns unless it names it (or its output,
+    whose name is the input's with the suffix added or taken off) already."""
+    name = "standard input" if file == "-" else file
+    first = message.split(": ", 1)[0]
+    return message if ": " in message and (first.startswith(name) or name.startswith(first)) else f"{name}: {message}"
+
+
+def _removing(keep: bool, remove: bool) -> bool:
+    """--rm, unless -k contradicts it (then nothing is removed, and the user is told)."""
+    if keep and remove:
+        raise UsageError("-k (keep the input) and --rm (remove it) contradict each other")
+    return remove
 
 
 def _summary(src: str, dest: str | None) -> str:
@@ -446,8 +575,8 @@ def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remov
                model: str | None, recover: bool, threads: int, device: str, quiet: bool) -> None:
     """Decompress FILE.shz (or - for standard input) to FILE."""
 
-    run_command(lambda: decompress_file(file, _destination(file, output, to_stdout, _strip_suffix), force, remove,
-                                        quiet, model, threads, device, recover=recover))
+    run_command(lambda: decompress_file(file, _destination(file, output, to_stdout, _strip_suffix), force,
+                                        _removing(keep, remove), quiet, model, threads, device, recover=recover))
 
 
 class _Discard(io.RawIOBase):
@@ -474,7 +603,7 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quie
     loaded = load_model(model) if model else None
     out = contextlib.nullcontext(_Discard()) if test else _output(dest, force, None if file == "-" else file)
     lost = []
-    with _input(file) as src, out as dst:
+    with _input(file, force) as src, out as dst:
         bar = ProgressBar(declared_size(src), not quiet)
         try:
             if recover:

@@ -52,6 +52,11 @@ class OutputExists(ShazipError):
     """Refusing to overwrite an existing output without --force."""
 
 
+class FileTrouble(ShazipError):
+    """An input or output the system would not read or write (disk full, no permission, a
+    file that vanished), named in the message."""
+
+
 class UsageError(ShazipError):
     """Bad arguments or input file problems (missing file, unreadable)."""
 

@@ -31,6 +31,7 @@ import os
 from typing import BinaryIO, Iterator
 
 from .api import Compressor, ShazipCompressor, iter_decompress
+from .errors import ShazipError
 from .frames import index
 from .modelfile import LoadedModel
 
@@ -47,14 +48,16 @@ class ShazipFile(io.BufferedIOBase):
         mode = mode.replace("b", "")
         if mode not in ("r", "w", "x", "a"):
             raise ValueError(f"invalid mode {mode!r}")
+        if mode == "r" and (compressor is not None or options):
+            raise TypeError("compression options given to a reader")
+        if mode != "r" and compressor is None:  # the options are checked (and the model read) before the
+            compressor = Compressor(model or "default", threads=threads, **options)  # file is touched
         if isinstance(file, (str, bytes, os.PathLike)):
             self._fp, self._own = builtins.open(file, mode + "b"), True
         else:
             self._fp, self._own = file, False
         self._mode = mode
         if mode == "r":
-            if compressor is not None or options:
-                raise TypeError("compression options given to a reader")
             self._model, self._threads = model, threads
             try:  # where the archive starts, to decode it again after a seek backwards (None: cannot seek)
                 self._start: int | None = self._fp.tell() if self._fp.seekable() else None
@@ -63,8 +66,6 @@ class ShazipFile(io.BufferedIOBase):
             self._index: list[tuple[int, int, int]] | None = None  # the frames, for seeking (`_frames`)
             self._begin()
         else:
-            if compressor is None:
-                compressor = Compressor(model or "default", threads=threads, **options)
             self._writer: ShazipCompressor | None = compressor.compressobj()
             self._written = 0
 
@@ -78,6 +79,7 @@ class ShazipFile(io.BufferedIOBase):
         data, `_pos` the position in it."""
         self._blocks: Iterator[bytes] = iter_decompress(self._fp, self._model, None, self._threads)
         self._buf, self._pos, self._at = b"", 0, at
+        self._error: ShazipError | None = None  # raised again by every read until a seek starts afresh
 
     def _frames(self) -> list[tuple[int, int, int]]:
         """(file offset, decoded offset, decoded size) of each archive (frame), read once from
@@ -95,12 +97,19 @@ class ShazipFile(io.BufferedIOBase):
         return self._index
 
     def _fill(self) -> bool:
-        """Decodes the next block into the buffer; False at the end of the archive."""
-        for block in self._blocks:
-            if block:
-                self._at += len(self._buf)
-                self._buf, self._pos = block, 0
-                return True
+        """Decodes the next block into the buffer; False at the end of the archive. A damaged
+        archive's error is raised again by every later read: it never ends as a clean EOF."""
+        if self._error is not None:
+            raise self._error
+        try:
+            for block in self._blocks:
+                if block:
+                    self._at += len(self._buf)
+                    self._buf, self._pos = block, 0
+                    return True
+        except ShazipError as e:
+            self._error = e
+            raise
         return False
 
     def read(self, size: int | None = -1) -> bytes:

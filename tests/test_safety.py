@@ -1,0 +1,188 @@
+"""Data safety under faults (issue 24): outputs are never short, never replace a file without
+-f, never appear half-written; inputs that are not files are skipped; every failure names its
+file and leaves the other files' work done; a damaged archive stays an error."""
+
+from __future__ import annotations
+
+import io
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import shazip
+from shazip.cli import _output, _Sink
+from shazip.errors import OutputExists, ShazipError
+
+from test_cli import assert_fails, assert_ok, listing, run, shazip_cmd
+
+
+class _Trickle(io.RawIOBase):
+    """A raw file that takes at most 7 bytes a write, as a pipe or a nearly full disk may."""
+
+    def __init__(self) -> None:
+        self.got = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        n = min(len(b), 7)
+        self.got += bytes(b[:n])
+        return n
+
+
+def test_a_short_write_is_finished_not_lost():
+    raw = _Trickle()
+    sink = _Sink(raw, "standard output")
+    data = bytes(range(256)) * 40
+    assert sink.write(data) == len(data) and bytes(raw.got) == data
+
+
+def test_a_full_standard_output_is_an_error_naming_it(tmp_path):
+    """PYTHONUNBUFFERED=1 makes standard output a raw file; past a file size limit a write takes
+    part of what it is given, then fails. shazip must not exit 0 with a short archive."""
+    src = tmp_path / "r.bin"
+    src.write_bytes(os.urandom(150_000))  # stored: no model time
+    limit = 40_000
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    for args in (["-c", src], ["-c", "-d", tmp_path / "r.bin.shz"]):
+        if "-d" in args:
+            assert_ok(run("-q", "-k", src))
+        with open(tmp_path / "out", "wb") as out:
+            p = subprocess.run(shazip_cmd("-q", *args), stdout=out, stderr=subprocess.PIPE, env=env,
+                               preexec_fn=limited, timeout=120)
+        assert p.returncode == 1, p.stderr
+        assert b"standard output: cannot write" in p.stderr and b"Traceback" not in p.stderr
+
+
+def test_an_output_made_meanwhile_is_not_replaced(tmp_path):
+    dest = tmp_path / "same.shz"
+    with pytest.raises(OutputExists, match="made while this ran"):
+        with _output(str(dest), force=False) as sink:
+            sink.write(b"this run's archive")
+            dest.write_bytes(b"another run's archive")  # appears while this run writes
+    assert dest.read_bytes() == b"another run's archive" and listing(tmp_path) == ["same.shz"]
+    with _output(str(dest), force=True) as sink:  # -f replaces it
+        sink.write(b"forced")
+    assert dest.read_bytes() == b"forced"
+
+
+def test_a_dangling_symlink_is_an_existing_output(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"a" * 100)
+    os.symlink(tmp_path / "nowhere", tmp_path / "a.txt.shz")
+    before = listing(tmp_path)
+    assert_fails(run("-q", tmp_path / "a.txt"), "already exists", tmp_path, before)
+    assert os.path.islink(tmp_path / "a.txt.shz") and not os.path.exists(tmp_path / "nowhere")
+
+
+def test_a_bad_option_leaves_the_file_to_write_untouched(tmp_path, trained):
+    keep = tmp_path / "keep.shz"
+    keep.write_bytes(b"precious")
+    for options in (dict(model="no-such-model"), dict(lanes=0, model=trained), dict(block_size=0, model=trained),
+                    dict(adapt="sometimes", model=trained)):
+        with pytest.raises(ShazipError):
+            shazip.open(keep, "wb", **options)
+        assert keep.read_bytes() == b"precious"
+
+
+def test_keep_and_remove_contradict(tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_bytes(b"a" * 100)
+    for args in (["-k", "--rm", src], ["compress", "-k", "--rm", src]):
+        assert_fails(run("-q", *args) if args[0] != "compress" else run(*args, "-q"), "contradict", tmp_path,
+                     ["a.txt"], code=2)
+    assert src.read_bytes() == b"a" * 100
+
+
+def test_what_is_not_a_regular_file_is_skipped(tmp_path):
+    """A FIFO would block forever and a device never end: skipped with a message, the other
+    files still done, unless -f."""
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    (tmp_path / "a.txt").write_bytes(b"a" * 100)
+    p = subprocess.run(shazip_cmd("-q", fifo, tmp_path / "a.txt"), capture_output=True, timeout=60)
+    assert p.returncode == 2 and b"ff: not a regular file" in p.stderr
+    assert (tmp_path / "a.txt.shz").exists() and not (tmp_path / "ff.shz").exists()
+    p = subprocess.run(shazip_cmd("-q", "-r", tmp_path), capture_output=True, timeout=60)  # -r meets it too
+    assert p.returncode == 2 and b"ff: not a regular file" in p.stderr
+    p = subprocess.run(shazip_cmd("-q", "-c", "/dev/zero"), capture_output=True, timeout=60)
+    assert p.returncode == 2 and b"/dev/zero: not a regular file" in p.stderr
+
+
+def test_one_file_failing_does_not_stop_the_others(tmp_path):
+    f1, f2 = tmp_path / "f1", tmp_path / "f2"
+    f1.write_bytes(b"one" * 50)
+    f2.write_bytes(b"two" * 50)
+    assert_ok(run("-q", "--rm", f1, f2))
+    assert listing(tmp_path) == ["f1.shz", "f2.shz"]
+    os.mkdir(tmp_path / "f1")  # the output name is a directory: named, not the temporary file
+    r = run("-d", "-q", "-f", tmp_path / "f1.shz", tmp_path / "f2.shz")
+    assert r.exit_code == 2 and r.stderr.count("shazip: ") == 1
+    assert f"{tmp_path / 'f1'}: is a directory" in r.stderr and ".tmp" not in r.stderr
+    assert (tmp_path / "f2").read_bytes() == b"two" * 50
+
+
+def test_a_missing_model_is_named_with_its_file(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"a" * 100)
+    r = run("-q", "--model", tmp_path / "none.safetensors", tmp_path / "a.txt")
+    assert r.exit_code == 1 and r.stderr.startswith(f"shazip: {tmp_path / 'a.txt'}: ")
+
+
+def test_a_directory_is_named_as_one(tmp_path):
+    os.mkdir(tmp_path / "d")
+    r = run("-d", "-q", tmp_path / "d")
+    assert r.exit_code == 2 and "is a directory" in r.stderr and "suffix" not in r.stderr
+
+
+def test_names_that_are_not_utf8_are_shown_escaped(tmp_path):
+    bad = os.path.join(os.fsencode(tmp_path), b"caf\xe9.shz")
+    with open(bad, "wb") as f:
+        f.write(b"not an archive")
+    p = subprocess.run(shazip_cmd("-d", "-q", os.fsdecode(bad)), capture_output=True, timeout=60)
+    assert p.returncode == 1 and b"caf\\xe9.shz: not a shazip archive" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT])
+def test_hangup_and_quit_leave_no_temporary_file(tmp_path, text, sig):
+    src = tmp_path / "t.txt"
+    src.write_bytes(text[:60000])
+    p = subprocess.Popen(shazip_cmd("-q", "-T", "1", "--block-size", "20000", src), stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL)
+    time.sleep(3)  # start-up, then the first block under way
+    assert p.poll() is None, "finished before the signal: give it more work"
+    p.send_signal(sig)
+    assert p.wait(timeout=30) == 128 + sig
+    assert listing(tmp_path) == ["t.txt"]
+
+
+def test_a_damaged_archive_stays_an_error(trained, text):
+    blob = bytearray(shazip.compress(text[:20000], model=trained, block_size=5000, lanes=1))
+    blob[len(blob) // 2] ^= 0x40
+    d = shazip.ShazipDecompressor(model=trained)
+    with pytest.raises(ShazipError):
+        d.decompress(bytes(blob))
+    for _ in range(2):
+        with pytest.raises(ShazipError):
+            d.decompress(b"")
+    assert not d.eof
+    with shazip.open(io.BytesIO(bytes(blob)), "rb", model=trained) as f:
+        with pytest.raises(ShazipError):
+            f.read()
+        with pytest.raises(ShazipError):
+            f.read()
+
+
+def test_none_is_no_input():
+    with pytest.raises(TypeError, match="NoneType"):
+        shazip.compress(None)
+    with pytest.raises(TypeError, match="NoneType"):
+        shazip.decompress(None)
