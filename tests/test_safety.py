@@ -186,3 +186,28 @@ def test_none_is_no_input():
         shazip.compress(None)
     with pytest.raises(TypeError, match="NoneType"):
         shazip.decompress(None)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "flip"])
+def test_a_damaged_cache_is_rebuilt_not_used(tmp_path, text, damage):
+    """The only cache left (lookup tables; the core is built at install, never at run time) is
+    verified before use: a torn, empty or altered entry costs time, never a wrong archive."""
+    (tmp_path / "a.txt").write_bytes(text[:3000])
+    env = dict(os.environ, SHAZIP_CACHE=str(tmp_path / "cache"))
+    subprocess.run(shazip_cmd("-q", "-c", tmp_path / "a.txt"), env=env, stdout=open(tmp_path / "1.shz", "wb"),
+                   check=True, timeout=120)
+    entries = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert entries, "nothing was cached"
+    for p in entries:
+        blob = bytearray(p.read_bytes())
+        if damage == "truncate":
+            blob = blob[:len(blob) // 2]
+        elif damage == "empty":
+            blob = bytearray()
+        else:
+            blob[len(blob) // 3] ^= 1
+        p.write_bytes(bytes(blob))
+    subprocess.run(shazip_cmd("-q", "-c", tmp_path / "a.txt"), env=env, stdout=open(tmp_path / "2.shz", "wb"),
+                   check=True, timeout=120)
+    assert (tmp_path / "2.shz").read_bytes() == (tmp_path / "1.shz").read_bytes()
+    assert shazip.decompress((tmp_path / "2.shz").read_bytes()) == text[:3000]
