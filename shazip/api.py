@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterator
 from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
 from .container import (
-    ALL_METHODS, BLOCK_HEADER_BYTES, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader, ArchiveWriter, Header,
-    Method, first_unit, read_upto, record_length, verify_block,
+    ALL_METHODS, BLOCK_HEADER_BYTES, COMPACT, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader, ArchiveWriter, Header,
+    Method, chained, first_unit, read_upto, record_length, verify_block,
 )
 from .engines import (
     BY_ID, DEVICES, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, int_engine, resolve_device,
@@ -128,7 +128,7 @@ class Compressor:
                              adapt_version=adaptive.VERSION if self.params else 0,
                              adapt_params=self.params.pack() if self.params else b"")
         # the header settles its format; format 3 leaves a bundled model's name out
-        self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version == 3))
+        self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version in COMPACT))
         self._engine = _engine(kind, lambda: loaded, self.threads, device)
         # frames made at once each get an engine of one thread (each built on first use)
         self._parallel = kind is IntEngine and resolve_device(device) == "cpu" and self.threads > 1
@@ -355,6 +355,7 @@ class ShazipDecompressor:
         self._ended = False  # the units so far hold the whole archive
         self._skip: int | None = None  # a skippable frame's bytes still to drop
         self._error: ShazipError | None = None
+        self._check = True
         self.eof = False
         self.unused_data = b""
 
@@ -421,11 +422,12 @@ class ShazipDecompressor:
         if self._ended:
             return 0
         if self._started:
-            n = record_length(bytes(self._buf[:BLOCK_HEADER_BYTES]))
+            n = record_length(bytes(self._buf[:BLOCK_HEADER_BYTES]), self._check)
             return None if n is None or n > len(self._buf) else n
         first = first_unit(bytes(self._buf[:MAX_HEADER + BLOCK_HEADER_BYTES]))
         if first is None or first[0] > len(self._buf):
             return None
+        self._check = len(self._buf) < 5 or not chained(self._buf[4])  # record crcs checkable alone (formats 1-3)
         self._ended = first[1]
         return first[0]
 

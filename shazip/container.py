@@ -47,9 +47,11 @@ MAGIC: bytes = b"SHZ\x89"
 # frame of a framed output; whatever else one holds is for other tools.
 SKIP_MAGIC: bytes = b"SHZ\x8a"
 # Format 1 (shazip 0.3) has no adaptive stage; format 2 added its version and parameters to the
-# header; format 3 (written for every archive with the stage) is format 2 made compact. Archives
-# without the stage are still written as format 1, byte for byte as 0.3 did.
-FORMAT_VERSIONS = (1, 2, 3)
+# header; format 3 is format 2 made compact; format 4 (written for every archive with the stage)
+# is format 3 with its checksums chained (`chained`). Archives without the stage are still
+# written as format 1, byte for byte as 0.3 did.
+FORMAT_VERSIONS = (1, 2, 3, 4)
+COMPACT = (3, 4)  # the formats with format 3's layout
 MAX_BLOCK_SIZE = 1 << 28
 # What a file that is not ours may be, by its first bytes: named in the error, as a hint.
 OTHER_FORMATS = ((b"\x1f\x8b", "gzip"), (b"\xfd7zX", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"),
@@ -88,8 +90,18 @@ ALL_METHODS = frozenset(Method)
 _METHOD_VALUES = frozenset(m.value for m in Method)
 
 
-def _with_crc(body: bytes) -> bytes:
-    return body + _CRC.pack(zlib.crc32(body))
+def _with_crc(body: bytes, seed: int = 0) -> bytes:
+    return body + _CRC.pack(zlib.crc32(body, seed))
+
+
+def chained(format_version: int) -> bool:
+    """Format 4 chains its checksums: each block header's crc and the trailer's start from the
+    crc of the record before them (the header's for the first), so a record belongs to one
+    archive at one place. Each block header holds its data's crc, so the chain covers the
+    content before it too: a block spliced in from another archive, or moved, fails at its own
+    header or at the next record, before its payload is decoded. (Formats 1-3 start every crc
+    from 0.)"""
+    return format_version >= 4
 
 
 def _check_range(name: str, value: int, lo: int, hi: int) -> None:
@@ -113,16 +125,16 @@ class Header:
     lanes: int  # 1..65535
     adapt_version: int = 0  # 0: no adaptive stage (format 1)
     adapt_params: bytes = b""  # the stage's parameters, <= 255 bytes, opaque here
-    format_version: int = 0  # 0: the format written today for these fields (3 with the stage, else 1)
+    format_version: int = 0  # 0: the format written today for these fields (4 with the stage, else 1)
 
     def __post_init__(self) -> None:
         if not self.format_version:
-            object.__setattr__(self, "format_version", 3 if self.adapt_version else 1)
+            object.__setattr__(self, "format_version", 4 if self.adapt_version else 1)
 
     def pack(self, solo: "BlockHeader | None" = None) -> bytes:
         """Serialize (format 3: with the fields of the archive's only block, if `solo`); a field
         that cannot be represented is a programmer error (ValueError)."""
-        if self.format_version == 3:
+        if self.format_version in COMPACT:
             return self._pack3(solo)
         if solo is not None:
             raise ValueError(f"format {self.format_version} has no single-block layout")
@@ -163,7 +175,8 @@ class Header:
         name = self.model_name.encode("utf-8")
         _check_range("model_name length in utf-8 bytes", len(name), 0, 255)
         flags = (_SOLO | solo.method << 2 if solo is not None else 0) | (_NAME if name else 0)
-        out = MAGIC + bytes([3, flags, self.engine << 4 | self.engine_version]) + self.model_id[:_SHORT_ID_LEN]
+        out = MAGIC + bytes([self.format_version, flags, self.engine << 4 | self.engine_version])
+        out += self.model_id[:_SHORT_ID_LEN]
         if name:
             out += bytes([len(name)]) + name
         out += bytes([self.adapt_version, len(self.adapt_params)]) + self.adapt_params
@@ -196,11 +209,11 @@ class _NeedMore(Exception):
     """The bytes at hand end inside the header (first_unit: wait for more)."""
 
 
-def _parse_header3(take: Callable[[int], bytes]) -> tuple[Header, "BlockHeader | None", int]:
-    """A format 3 header after its magic and version byte, pulled through `take(n)` (which
-    returns exactly n bytes or raises): the header, the solo block's fields if any, and the
-    header's length. The crc is checked before any field is trusted."""
-    raw = bytearray(MAGIC + b"\x03")
+def _parse_header3(take: Callable[[int], bytes], version: int) -> tuple[Header, "BlockHeader | None", int, int]:
+    """A format 3 or 4 header after its magic and version byte, pulled through `take(n)` (which
+    returns exactly n bytes or raises): the header, the solo block's fields if any, the
+    header's length and its crc. The crc is checked before any field is trusted."""
+    raw = bytearray(MAGIC + bytes([version]))
 
     def get(n: int) -> bytes:
         b = take(n)
@@ -235,7 +248,7 @@ def _parse_header3(take: Callable[[int], bytes]) -> tuple[Header, "BlockHeader |
     if flags & ~(_SOLO | _NAME | (_METHOD_BITS if flags & _SOLO else 0)):
         raise CorruptArchive(f"header has unknown flags 0x{flags:02x}")
     if not adapt_version:
-        raise CorruptArchive("format 3 header without an adaptive stage")
+        raise CorruptArchive(f"format {version} header without an adaptive stage")
     try:
         model_name = name.decode("utf-8")
     except UnicodeDecodeError:
@@ -245,14 +258,14 @@ def _parse_header3(take: Callable[[int], bytes]) -> tuple[Header, "BlockHeader |
     if not 1 <= lanes <= _U16_MAX:
         raise CorruptArchive(f"header declares {lanes} lanes (must be 1..{_U16_MAX})")
     header = Header(engine >> 4, engine & 15, 0, bytes(model_id), model_name, block_size, lanes, adapt_version,
-                    bytes(params), 3)
+                    bytes(params), version)
     solo = None
     if flags & _SOLO:
         problem = _block_problem(0, header, 0, method, lanes, orig_len, payload_len)
         if problem:
             raise CorruptArchive(problem)
         solo = BlockHeader(0, Method(method), lanes, orig_len, payload_len, data_crc)
-    return header, solo, len(raw) + _CRC.size
+    return header, solo, len(raw) + _CRC.size, crc
 
 
 @dataclass(frozen=True)
@@ -269,11 +282,11 @@ class BlockHeader:
     payload_len: int
     data_crc: int
 
-    def pack(self) -> bytes:
+    def pack(self, seed: int = 0) -> bytes:
         return _with_crc(_BLOCK_HEADER.pack(
             _TAG_BLOCK, self.index, self.method, self.lanes,
             self.orig_len, self.payload_len, self.data_crc,
-        ))
+        ), seed)
 
 
 @dataclass(frozen=True)
@@ -283,8 +296,8 @@ class Trailer:
     n_blocks: int
     total_len: int
 
-    def pack(self) -> bytes:
-        return _with_crc(_TRAILER.pack(_TAG_TRAILER, self.n_blocks, self.total_len))
+    def pack(self, seed: int = 0) -> bytes:
+        return _with_crc(_TRAILER.pack(_TAG_TRAILER, self.n_blocks, self.total_len), seed)
 
 
 def max_payload(method: int, orig_len: int) -> int:
@@ -338,8 +351,8 @@ class ArchiveWriter:
 
     Never seeks or buffers whole archives, so dst may be a pipe. dst.write must write everything
     it is given (true of buffered binary streams such as sys.stdout.buffer and open(..., "wb")).
-    In format 3 the header and the first block wait until a second block or finish() shows
-    whether the archive has one block (then framed in the header) or several.
+    In formats 3 and 4 the header and the first block wait until a second block or finish()
+    shows whether the archive has one block (then framed in the header) or several.
     """
 
     def __init__(self, dst: BinaryIO, header: Header) -> None:
@@ -349,13 +362,21 @@ class ArchiveWriter:
         self._n_blocks = 0
         self._total_len = 0
         self._finished = False
-        self._held: tuple[BlockHeader, bytes] | None = None  # format 3: the first block, not yet written
-        if header.format_version != 3:
+        self._held: tuple[BlockHeader, bytes] | None = None  # formats 3, 4: the first block, not yet written
+        self._compact, self._chained = header.format_version in COMPACT, chained(header.format_version)
+        self._chain = 0  # format 4: the crc the next record's starts from
+        if not self._compact:
             self._write(header.pack())
 
     def _write(self, data: bytes) -> None:
         self._dst.write(data)
         self.bytes_written += len(data)
+
+    def _record(self, packed: bytes) -> None:
+        """Writes a header, block header or trailer; in format 4 its crc seeds the next one's."""
+        self._write(packed)
+        if self._chained:
+            self._chain = _CRC.unpack(packed[-_CRC.size:])[0]
 
     def add_block(self, method: Method, lanes: int, original: bytes, payload: bytes) -> None:
         """Append one block; index and data_crc are derived here, never trusted from callers."""
@@ -376,40 +397,40 @@ class ArchiveWriter:
             index=self._n_blocks, method=method, lanes=lanes, orig_len=len(original),
             payload_len=len(payload), data_crc=zlib.crc32(original),
         )
-        if self.header.format_version == 3 and self._n_blocks == 0:
+        if self._compact and self._n_blocks == 0:
             self._held = bh, payload
         else:
             self._release()
-            self._write(bh.pack())
+            self._record(bh.pack(self._chain))
             self._write(payload)
         self._n_blocks += 1
         self._total_len += len(original)
 
     def _release(self, solo: bool = False) -> None:
-        """Format 3: the held first block, after the header that now can be written: holding
+        """Formats 3, 4: the held first block, after the header that now can be written: holding
         that block (`solo`, the archive's only block) or followed by it (several blocks)."""
         if self._held is not None:
             bh, payload = self._held
             self._held = None
-            self._write(self.header.pack(solo=bh if solo else None))
+            self._record(self.header.pack(solo=bh if solo else None))
             if not solo:
-                self._write(bh.pack())
+                self._record(bh.pack(self._chain))
             self._write(payload)
 
     def finish(self) -> Trailer:
-        """Write the trailer (or, for a format 3 archive of one block, the header holding it);
+        """Write the trailer (or, for a format 3/4 archive of one block, the header holding it);
         until then the archive is incomplete (and reads as Truncated)."""
         if self._finished:
             raise ValueError("finish() called twice")
         self._finished = True
         trailer = Trailer(n_blocks=self._n_blocks, total_len=self._total_len)
-        if self.header.format_version == 3 and self._n_blocks == 1:
+        if self._compact and self._n_blocks == 1:
             self._release(solo=True)
             return trailer
-        if self.header.format_version == 3 and self._n_blocks == 0:
-            self._write(self.header.pack())
+        if self._compact and self._n_blocks == 0:
+            self._record(self.header.pack())
         self._release()
-        self._write(trailer.pack())
+        self._record(trailer.pack(self._chain))
         return trailer
 
 
@@ -427,10 +448,10 @@ def _scan(prefix: bytes) -> tuple[int, int | None] | None:
         return None if MAGIC.startswith(prefix[:len(MAGIC)]) else (len(MAGIC), 0)
     if prefix[:len(MAGIC)] != MAGIC or prefix[4] not in FORMAT_VERSIONS:
         return len(MAGIC) + 1, 0
-    if prefix[4] == 3:
+    if prefix[4] in COMPACT:
         pos = [len(MAGIC) + 1]
         try:
-            _, solo, n = _parse_header3(lambda k: _take(prefix, pos, k))
+            _, solo, n, _ = _parse_header3(lambda k: _take(prefix, pos, k), prefix[4])
         except _NeedMore:
             return None
         except CorruptArchive:
@@ -458,14 +479,16 @@ def first_unit(prefix: bytes) -> tuple[int, bool] | None:
     head, rest = scanned
     if rest is not None:
         return head + rest, True
-    rec = record_length(prefix[head:head + BLOCK_HEADER_BYTES]) if head < len(prefix) else None
+    rec = record_length(prefix[head:head + BLOCK_HEADER_BYTES], not chained(prefix[4])) if head < len(prefix) else None
     return None if rec is None else (head + rec, False)
 
 
-def record_length(prefix: bytes) -> int | None:
+def record_length(prefix: bytes, check: bool = True) -> int | None:
     """The length of the record (block with its payload, or trailer) that starts `prefix`, or
     None if more bytes are needed. A block header that is damaged or out of bounds gives just
-    its own length: the reader refuses it before any payload is read."""
+    its own length: the reader refuses it before any payload is read. `check`: its crc is
+    checked too (not in format 4, where it starts from the crc of the record before it, which
+    the reader, given the unit, checks)."""
     if not prefix:
         return None
     if prefix[0] == _TAG_TRAILER:
@@ -476,7 +499,7 @@ def record_length(prefix: bytes) -> int | None:
         return None
     body = prefix[:_BLOCK_HEADER.size]
     _, _, method, _, orig_len, payload_len, _ = _BLOCK_HEADER.unpack(body)
-    if (zlib.crc32(body) != _CRC.unpack(prefix[_BLOCK_HEADER.size:BLOCK_HEADER_BYTES])[0]
+    if ((check and zlib.crc32(body) != _CRC.unpack(prefix[_BLOCK_HEADER.size:BLOCK_HEADER_BYTES])[0])
             or method not in _METHOD_VALUES or payload_len > max_payload(method, orig_len)):
         return BLOCK_HEADER_BYTES
     return BLOCK_HEADER_BYTES + payload_len
@@ -515,7 +538,8 @@ class ArchiveReader:
         self.skipped = 0
         self._src, self._lead, self._more = src, lead, more
         self._iterated = False
-        self._solo: BlockHeader | None = None  # format 3: the one block, framed in the header
+        self._solo: BlockHeader | None = None  # formats 3, 4: the one block, framed in the header
+        self._chain = 0  # the crc the next record's starts from (format 4; formats 1-3: always 0)
         self.header = self._read_header()
 
     def _read_upto(self, n: int) -> bytes:
@@ -562,8 +586,9 @@ class ArchiveReader:
                 f"archive format version {version} is not supported "
                 f"(this shazip reads versions {', '.join(map(str, FORMAT_VERSIONS))})"
             )
-        if version == 3:
-            header, self._solo, _ = _parse_header3(lambda n: self._read(n, "reading header"))
+        if version in COMPACT:
+            header, self._solo, _, crc = _parse_header3(lambda n: self._read(n, "reading header"), version)
+            self._chain = crc if chained(version) else 0
             return header
         head = magic + bytes([version]) + self._read(_HEADER_HEAD.size - 5, "reading header")
         _, _, engine, engine_version, threads, model_id, name_len = _HEADER_HEAD.unpack(head)
@@ -591,12 +616,17 @@ class ArchiveReader:
         return Header(engine, engine_version, threads, model_id, model_name, block_size, lanes,
                       adapt_version, adapt_params, version)
 
+    def _misplaced(self) -> str:
+        return " (damaged, or a record from another archive or place)" if chained(self.header.format_version) else ""
+
     def _read_block_header(self, tag: bytes, i: int) -> BlockHeader:
         what = f"reading block {i} header"
         body = tag + self._read(_BLOCK_HEADER.size - 1, what)
         (crc,) = _CRC.unpack(self._read(_CRC.size, what))
-        if zlib.crc32(body) != crc:
-            raise CorruptArchive(f"block {i}: header checksum mismatch")
+        if zlib.crc32(body, self._chain) != crc:
+            raise CorruptArchive(f"block {i}: header checksum mismatch" + self._misplaced())
+        if chained(self.header.format_version):
+            self._chain = crc
         _, index, method, lanes, orig_len, payload_len, data_crc = _BLOCK_HEADER.unpack(body)
         problem = _block_problem(
             i, self.header, index, method, lanes, orig_len, payload_len,
@@ -609,8 +639,8 @@ class ArchiveReader:
         what = "reading end-of-archive trailer"
         body = tag + self._read(_TRAILER.size - 1, what)
         (crc,) = _CRC.unpack(self._read(_CRC.size, what))
-        if zlib.crc32(body) != crc:
-            raise CorruptArchive("end-of-archive trailer checksum mismatch")
+        if zlib.crc32(body, self._chain) != crc:
+            raise CorruptArchive("end-of-archive trailer checksum mismatch" + self._misplaced())
         _, declared_blocks, declared_len = _TRAILER.unpack(body)
         if declared_blocks != n_blocks:
             raise CorruptArchive(
@@ -676,8 +706,10 @@ def recorded_size(src: BinaryIO, start: int, end: int) -> int | None:
     src.seek(end - TRAILER_BYTES)
     raw = read_upto(src, TRAILER_BYTES)
     body = raw[:_TRAILER.size]
-    if len(raw) < TRAILER_BYTES or raw[0] != _TAG_TRAILER or zlib.crc32(body) != _CRC.unpack(raw[_TRAILER.size:])[0]:
+    if len(raw) < TRAILER_BYTES or raw[0] != _TAG_TRAILER:
         return None
+    if not chained(reader.header.format_version) and zlib.crc32(body) != _CRC.unpack(raw[_TRAILER.size:])[0]:
+        return None  # (format 4's crc needs the chain of every record before it: the decoder checks it)
     return _TRAILER.unpack(body)[2]
 
 

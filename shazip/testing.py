@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .container import ArchiveReader, Method
+from .container import COMPACT, ArchiveReader, Method, chained
 
 # ----------------------------------------------------------------------------------------------
 # Integer-engine tables
@@ -68,14 +68,14 @@ class Layout:
     """Where the records of an undamaged archive are."""
     header_end: int  # offset of the header crc
     blocks: list[tuple[int, int]]  # (offset, length) of each block record, payload included
-    trailer: int | None  # None: a format 3 archive of one block, framed in its header
+    trailer: int | None  # None: a format 3/4 archive of one block, framed in its header
     tail: int | None  # formats 1, 2: offset of block_size (lanes, and in format 2 the stage's fields, follow)
 
     @staticmethod
     def of(blob: bytes) -> "Layout":
         reader = ArchiveReader(io.BytesIO(blob))
         header_end = reader.bytes_read - 4
-        if blob[4] == 3 and blob[5] & 1:
+        if blob[4] in COMPACT and blob[5] & 1:
             return Layout(header_end, [], None, None)
         pos, blocks = header_end + 4, []
         while blob[pos] == 0xB1:
@@ -86,9 +86,22 @@ class Layout:
         return Layout(header_end, blocks, pos, 41 + blob[40] if blob[4] < 3 else None)
 
 
-def _reseal(b: bytearray, start: int, end: int) -> None:
-    """Writes crc32(b[start:end]) at b[end:end+4], as the container does."""
-    struct.pack_into("<I", b, end, zlib.crc32(bytes(b[start:end])))
+def _reseal(b: bytearray, start: int, end: int, lay: "Layout | None" = None) -> None:
+    """Writes crc32(b[start:end]) at b[end:end+4], as the container does: in format 4 (with the
+    `lay`out of a record after the header) starting from the crc of the record before it."""
+    struct.pack_into("<I", b, end, zlib.crc32(bytes(b[start:end]), _seed(b, lay, start) if lay else 0))
+
+
+def _seed(b: bytearray, lay: "Layout", pos: int) -> int:
+    """The crc a format 4 record at `pos` starts from: the record's before it (0 before format 4)."""
+    if not chained(b[4]):
+        return 0
+    prev = lay.header_end
+    for p, _ in lay.blocks:
+        if p >= pos:
+            break
+        prev = p + BLOCK_HEADER
+    return struct.unpack_from("<I", b, prev)[0]
 
 
 def _edge(fmt: str, rng: random.Random) -> int:
@@ -133,7 +146,7 @@ def deletion(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
 
 def header_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
     b = bytearray(blob)
-    if lay.tail is None:  # format 3: flags, engine, lengths and varints, byte by byte
+    if lay.tail is None:  # formats 3, 4: flags, engine, lengths and varints, byte by byte
         off = rng.randrange(5, lay.header_end)
         _set(b, off, "B", rng)
         _reseal(b, 0, lay.header_end)
@@ -156,7 +169,7 @@ def block_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes
     name = rng.choice(sorted(BLOCK_FIELDS))
     off, fmt = BLOCK_FIELDS[name]
     _set(b, pos + off, fmt, rng)
-    _reseal(b, pos, pos + BLOCK_HEADER)
+    _reseal(b, pos, pos + BLOCK_HEADER, lay)
     return f"block {name} (crc resealed)", bytes(b)
 
 
@@ -180,7 +193,7 @@ def trailer_edit(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, byt
     name = rng.choice(sorted(TRAILER_FIELDS))
     off, fmt = TRAILER_FIELDS[name]
     _set(b, lay.trailer + off, fmt, rng)
-    _reseal(b, lay.trailer, lay.trailer + TRAILER)
+    _reseal(b, lay.trailer, lay.trailer + TRAILER, lay)
     return f"trailer {name} (crc resealed)", bytes(b)
 
 

@@ -169,7 +169,7 @@ def test_mixed_blocks_round_trip_across_blocks_and_lanes(trained, text):
     data = text[:9000]
     for lanes in (1, 3, 8):
         blob = shazip.compress(data, model=trained, lanes=lanes, block_size=3000, methods=frozenset({Method.MIXED}))
-        assert methods_of(blob) == [Method.MIXED] * 3 and blob[4] == 3  # format 3: the stage is recorded
+        assert methods_of(blob) == [Method.MIXED] * 3 and blob[4] == 4  # format 4: the stage is recorded
         assert shazip.decompress(blob, model=trained) == data
 
 
@@ -209,18 +209,21 @@ def test_without_the_stage_archives_are_format_1(trained, text):
 def test_golden_mixed_archives(trained, text):
     """Archives made when the stage's arithmetic (adaptive.VERSION) was fixed: they must decode,
     and compressing the same input must give the same bytes, on every machine. The format 2
-    archive (shazip 0.4) holds the very payloads format 3 writes today. If the arithmetic
-    changes on purpose, bump the version and regenerate (tests/data/README.md)."""
+    archive (shazip 0.4) and the format 3 ones hold the very payloads format 4 writes today
+    (format 4 changes only how the checksums start). If the arithmetic changes on purpose,
+    bump the version and regenerate (tests/data/README.md)."""
     mixed = dict(model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED}))
     v2 = (DATA / "golden-mixed.shz").read_bytes()
-    v3 = (DATA / "golden-mixed-v3.shz").read_bytes()
-    solo = (DATA / "golden-solo-v3.shz").read_bytes()
-    assert (v2[4], v3[4], solo[4]) == (2, 3, 3)
-    assert shazip.decompress(v2, model=trained) == shazip.decompress(v3, model=trained) == text[:6000]
-    assert shazip.decompress(solo, model=trained) == text[:2000]
-    assert shazip.compress(text[:6000], **mixed) == v3
-    assert shazip.compress(text[:2000], **mixed) == solo
-    assert [v3[s:s + n] for s, n, _ in payload_spans(v3)] == [v2[s:s + n] for s, n, _ in payload_spans(v2)]
+    v3, v4 = ((DATA / f"golden-mixed-v{v}.shz").read_bytes() for v in (3, 4))
+    solo3, solo4 = ((DATA / f"golden-solo-v{v}.shz").read_bytes() for v in (3, 4))
+    assert (v2[4], v3[4], solo3[4], v4[4], solo4[4]) == (2, 3, 3, 4, 4)
+    for arc in (v2, v3, v4):
+        assert shazip.decompress(arc, model=trained) == text[:6000]
+    assert shazip.decompress(solo3, model=trained) == shazip.decompress(solo4, model=trained) == text[:2000]
+    assert shazip.compress(text[:6000], **mixed) == v4
+    assert shazip.compress(text[:2000], **mixed) == solo4
+    payloads = [[arc[s:s + n] for s, n, _ in payload_spans(arc)] for arc in (v2, v3, v4)]
+    assert payloads[0] == payloads[1] == payloads[2]
 
 
 def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, text):
