@@ -211,3 +211,19 @@ def test_a_damaged_cache_is_rebuilt_not_used(tmp_path, text, damage):
                    check=True, timeout=120)
     assert (tmp_path / "2.shz").read_bytes() == (tmp_path / "1.shz").read_bytes()
     assert shazip.decompress((tmp_path / "2.shz").read_bytes()) == text[:3000]
+
+
+def test_a_block_spliced_from_another_archive_is_refused(tmp_path, trained, text):
+    """Block 3 of one archive replaced by block 3 of another made the same way (stored blocks
+    decode on their own, so only the chained checksums can tell): -t and -d fail, naming it."""
+    from shazip.container import Method
+    from shazip.testing import Layout
+    opts = dict(model=trained, block_size=1000, lanes=1, methods=frozenset({Method.RAW}))
+    a, b = (shazip.compress(t, **opts) for t in (text[:5000], text[5000:10000]))
+    la, lb = Layout.of(a), Layout.of(b)
+    (pa, n), (pb, m) = la.blocks[3], lb.blocks[3]
+    (tmp_path / "s.shz").write_bytes(a[:pa] + b[pb:pb + m] + a[pa + n:])
+    for args in (["-t"], ["-d"]):
+        before = listing(tmp_path)
+        assert_fails(run(*args, "-q", "--model", trained.path, tmp_path / "s.shz"), "another archive", tmp_path,
+                     before, code=1)
