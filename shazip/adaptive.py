@@ -184,8 +184,9 @@ class AdaptiveStage:
         bytes [i * span, (i + 1) * span)). With `measure`, it sums the ideal code length."""
         return AdaptiveEncoder(core.load().StageEncoder(self._stage, lanes, span, measure))
 
-    def decoder(self, lanes: int, span: int, payload: bytes) -> AdaptiveDecoder:
-        return AdaptiveDecoder(core.load().StageDecoder(self._stage, lanes, span, payload))
+    def decoder(self, lanes: int, span: int, payload: bytes, overrun: int = -1) -> AdaptiveDecoder:
+        """`overrun`: the most bytes it may read past the payload (-1: any number)."""
+        return AdaptiveDecoder(core.load().StageDecoder(self._stage, lanes, span, payload, overrun))
 
 
 class AdaptiveEncoder:

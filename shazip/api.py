@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterator
 from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
 from .container import (
-    ALL_METHODS, BLOCK_HEADER_BYTES, COMPACT, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader, ArchiveWriter, Header,
+    ALL_METHODS, BLOCK_HEADER_BYTES, COMPACT, MAGIC, OVERRUN, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader, ArchiveWriter, Header,
     Method, chained, first_unit, read_upto, record_length, verify_block,
 )
 from .engines import (
@@ -330,7 +330,8 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
         from .codec import decode_block  # numpy: imported by the first block, not by an empty archive
         with _threads(kind, h.threads):
             try:
-                block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage)
+                block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage,
+                                     OVERRUN if chained(h.format_version) else -1)
             except CorruptArchive as e:
                 raise CorruptArchive(f"block {bh.index}: {e}") from None
         verify_block(bh, block)

@@ -96,10 +96,11 @@ class CodingStats:
 
 
 def _native(engine: IntEngine, n: int, lanes: int, stage: AdaptiveStage | None, progress, measure: bool = False,
-            data: bytes | None = None, payload: bytes | None = None):
-    """A block through the core's loop, a chunk of steps per call; returns the finished job."""
+            data: bytes | None = None, payload: bytes | None = None, overrun: int = -1):
+    """A block through the core's loop, a chunk of steps per call; returns the finished job.
+    `overrun`: the most bytes a stage decoder may read past its payload (-1: any number)."""
     job = core.load().Job(engine.model, engine.pool, n, lanes, stage=stage.native if stage else None, data=data,
-                          payload=payload, measure=measure)
+                          payload=payload, measure=measure, overrun=overrun)
     steps = max(1, CHUNK_BYTES // lanes)
     try:
         while not job.done:
@@ -184,11 +185,18 @@ def mixed_encode(engine: IntEngine | TwinEngine, stage: AdaptiveStage, data: byt
 
 
 def mixed_decode(engine: IntEngine | TwinEngine, stage: AdaptiveStage, payload: bytes, n: int, lanes: int,
-                 progress=None) -> bytes:
+                 progress=None, overrun: int = -1) -> bytes:
     if isinstance(engine, IntEngine):
-        return _native(engine, n, lanes, stage, progress, payload=payload).result()
-    dec = stage.decoder(lanes, -(-n // lanes), payload)
-    return run_lanes(engine, lambda freq, _: dec.code(freq), n, lanes, None, progress)
+        return _native(engine, n, lanes, stage, progress, payload=payload, overrun=overrun).result()
+    dec = stage.decoder(lanes, -(-n // lanes), payload, overrun)
+
+    def code(freq: np.ndarray, _) -> np.ndarray:
+        try:
+            return dec.code(freq)
+        except core.load().DataError as e:
+            raise CorruptArchive(f"model-coded data is damaged ({e})") from None
+
+    return run_lanes(engine, code, n, lanes, None, progress)
 
 
 def effective_lanes(n: int, lanes: int, min_lane: int = LANE_FLOOR) -> int:
@@ -254,9 +262,10 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, prog
 
 
 def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, payload: bytes, n: int,
-                 progress=None, get_stage: Callable[[], AdaptiveStage] | None = None) -> bytes:
+                 progress=None, get_stage: Callable[[], AdaptiveStage] | None = None, overrun: int = -1) -> bytes:
     """`get_engine` (and `get_stage`) are called only for model-coded blocks, so archives of
-    stored/zstd blocks decode without the model."""
+    stored/zstd blocks decode without the model. `overrun`: the most bytes the stage's decoder
+    may read past the payload (format 4: container.OVERRUN; -1: any, as formats 1-3 allow)."""
     if method in (Method.MODEL, Method.MIXED):
         if lanes > effective_lanes(n, MAX_LANES):  # the encoder never makes more; each lane costs memory
             raise CorruptArchive(f"{lanes} lanes for {n} bytes is more than the encoder makes")
@@ -264,7 +273,7 @@ def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, p
             return model_decode(get_engine(), payload, n, lanes, progress)
         if get_stage is None:
             raise CorruptArchive("a mixed block in an archive without an adaptive stage")
-        return mixed_decode(get_engine(), get_stage(), payload, n, lanes, progress)
+        return mixed_decode(get_engine(), get_stage(), payload, n, lanes, progress, overrun)
     if lanes != 1:
         raise CorruptArchive(f"{lanes} lanes on a block that is not model-coded")
     if method == Method.ZSTD:

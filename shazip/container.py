@@ -52,6 +52,14 @@ SKIP_MAGIC: bytes = b"SHZ\x8a"
 # written as format 1, byte for byte as 0.3 did.
 FORMAT_VERSIONS = (1, 2, 3, 4)
 COMPACT = (3, 4)  # the formats with format 3's layout
+# Format 4 bounds the work a block may ask for. Its mixed payloads' coder drops at most 5 trailing
+# zero bytes (csrc/coder/binary.h, MAX_TRIM), so a decoder reading more than OVERRUN bytes past a
+# payload is decoding a damaged one and stops; and every binary decision costs at least
+# -log2(1 - 255/2**24) bits (p16 <= 65535, floor of range * p / 65536 with range >= 2**24), so a
+# mixed payload of n bytes is at least n * 8 * 2.19e-5 / 8 bytes less the coder's last ones:
+# FLOOR_RATIO (1 byte per 64 KiB) and FLOOR_SLACK keep a margin under that.
+OVERRUN = 8
+FLOOR_RATIO, FLOOR_SLACK = 1 << 16, 16
 MAX_BLOCK_SIZE = 1 << 28
 # What a file that is not ours may be, by its first bytes: named in the error, as a hint.
 OTHER_FORMATS = ((b"\x1f\x8b", "gzip"), (b"\xfd7zX", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"),
@@ -329,6 +337,8 @@ def _block_problem(
         return f"block {i}: out of order (found index {index})"
     if method not in _METHOD_VALUES or (method == Method.MIXED and not header.adapt_version):
         return f"block {i}: unknown method {method}"
+    if method == Method.MODEL and chained(header.format_version):
+        return f"block {i}: method model in a format {header.format_version} archive (its stage codes every model block)"
     if not 1 <= orig_len <= block_size:
         return f"block {i}: original length {orig_len} is outside 1..{block_size}"
     max_lanes = min(orig_len, _U16_MAX)  # more lanes than bytes would be meaningless
@@ -343,6 +353,9 @@ def _block_problem(
         )
     if method == Method.MODEL and payload_len % 4:
         return f"block {i}: model payload length {payload_len} is not a multiple of 4"
+    if method == Method.MIXED and chained(header.format_version) and payload_len + FLOOR_SLACK < orig_len // FLOOR_RATIO:
+        return (f"block {i}: payload of {payload_len} bytes is too short to code {orig_len} bytes "
+                f"(at least {orig_len // FLOOR_RATIO - FLOOR_SLACK})")
     return None
 
 

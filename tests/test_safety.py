@@ -8,9 +8,11 @@ import io
 import os
 import resource
 import signal
+import struct
 import subprocess
 import sys
 import time
+import zlib
 
 import pytest
 
@@ -227,3 +229,51 @@ def test_a_block_spliced_from_another_archive_is_refused(tmp_path, trained, text
         before = listing(tmp_path)
         assert_fails(run(*args, "-q", "--model", trained.path, tmp_path / "s.shz"), "another archive", tmp_path,
                      before, code=1)
+
+
+def test_a_claim_no_payload_could_hold_is_refused_at_once():
+    """Issue 24's 56-byte archive: one mixed block claiming 2**28 bytes in 1024 lanes with the
+    largest tables. Format 4's payload floor (every binary decision costs some bits) refuses it
+    before anything is allocated or decoded."""
+    from shazip.adaptive import AdaptiveParams
+    from shazip.container import ArchiveWriter, Header, Method, _block_problem
+    header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=1 << 28,
+                    lanes=1024, adapt_version=1, adapt_params=AdaptiveParams().pack())
+    assert header.format_version == 4
+    problem = _block_problem(0, header, 0, Method.MIXED, 1024, 1 << 28, 12)
+    assert problem and "too short" in problem
+    with pytest.raises(ValueError, match="too short"):  # the writer shares the rule: it never writes one
+        ArchiveWriter(io.BytesIO(), header).add_block(Method.MIXED, 1024, b"\0" * (1 << 28), b"x" * 12)
+    t = time.perf_counter()
+    head = header.pack()  # then the block header, sealed on the chain (from the header's crc)
+    body = struct.pack("<BIBHIII", 0xB1, 0, Method.MIXED, 1024, 1 << 28, 12, 0)
+    blob = head + body + struct.pack("<I", zlib.crc32(body, struct.unpack("<I", head[-4:])[0])) + b"x" * 12
+    with pytest.raises(ShazipError, match="too short"):
+        shazip.decompress(blob)
+    assert time.perf_counter() - t < 2
+
+
+def test_a_cut_payload_stops_when_its_bytes_run_out(trained, text):
+    """Format 4: a decoder reading more than a few bytes past its payload stops there (a payload
+    cut short, or one that claims more bytes than it codes), instead of decoding to the end of
+    the claim and failing at the checksum."""
+    from shazip.container import ArchiveReader, ArchiveWriter
+    data = text[:40000]
+    blob = shazip.compress(data, model=trained, lanes=1, block_size=len(data))
+    reader = ArchiveReader(io.BytesIO(blob))
+    (bh, payload), = reader.blocks()
+    for cut in (len(payload) // 4, len(payload) - 20):
+        out = io.BytesIO()
+        w = ArchiveWriter(out, reader.header)
+        w.add_block(bh.method, bh.lanes, data, payload[:cut])  # the data's crc: as a writer would seal it
+        w.finish()
+        with pytest.raises(ShazipError, match="read past its end"):
+            shazip.decompress(out.getvalue(), model=trained)
+
+
+def test_format_4_has_no_model_blocks(trained):
+    from shazip.container import ArchiveWriter, Header, Method
+    header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=100,
+                    lanes=1, adapt_version=1, adapt_params=b"")
+    with pytest.raises(ValueError, match="method model"):
+        ArchiveWriter(io.BytesIO(), header).add_block(Method.MODEL, 1, b"a" * 100, b"abcd")

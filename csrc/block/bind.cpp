@@ -11,7 +11,7 @@ void bind_block(py::module_& m) {
   py::class_<block::Job>(m, "Job", "One block coded by the int8 model and a symbol coder, a chunk of steps at a time.")
       .def(py::init([](std::shared_ptr<model::Model> model, std::shared_ptr<ThreadPool> pool, i64 n, i64 lanes,
                        std::shared_ptr<stage::Stage> stage, std::optional<py::bytes> data,
-                       std::optional<py::bytes> payload, bool measure) {
+                       std::optional<py::bytes> payload, bool measure, i64 overrun) {
              require(data.has_value() != payload.has_value(), "give the block's data (encoding) or payload (decoding)");
              const i64 span = n ? (n + lanes - 1) / lanes : 1;
              std::unique_ptr<block::SymbolCoder> coder;
@@ -24,7 +24,7 @@ void bind_block(py::module_& m) {
                else
                  coder = std::make_unique<block::CategoricalEncode>(measure);
              } else if (stage) {
-               coder = std::make_unique<block::StageDecode>(stage, lanes, span, std::string(*payload));
+               coder = std::make_unique<block::StageDecode>(stage, lanes, span, std::string(*payload), overrun);
              } else {
                coder = std::make_unique<block::CategoricalDecode>(std::string(*payload));
              }
@@ -32,7 +32,8 @@ void bind_block(py::module_& m) {
                                                  data ? reinterpret_cast<const u8*>(bytes.data()) : nullptr, measure);
            }),
            py::arg("model"), py::arg("pool"), py::arg("n"), py::arg("lanes"), py::arg("stage") = nullptr,
-           py::arg("data") = py::none(), py::arg("payload") = py::none(), py::arg("measure") = false)
+           py::arg("data") = py::none(), py::arg("payload") = py::none(), py::arg("measure") = false,
+           py::arg("overrun") = -1)
       .def("run", &block::Job::run, py::arg("steps"), py::call_guard<py::gil_scoped_release>(),
            "Runs at most `steps` steps (GIL released); returns the bytes they coded.")
       .def_property_readonly("done", &block::Job::done)

@@ -25,8 +25,8 @@ class StageEncode : public SymbolCoder {
 
 class StageDecode : public SymbolCoder {
  public:
-  StageDecode(std::shared_ptr<stage::Stage> st, i64 lanes, i64 span, std::string payload)
-      : dec_(std::move(st), lanes, span, std::move(payload)) {}
+  StageDecode(std::shared_ptr<stage::Stage> st, i64 lanes, i64 span, std::string payload, i64 max_overrun)
+      : dec_(std::move(st), lanes, span, std::move(payload), max_overrun) {}
   void code(const i64* freq, u8* sym, i64 k) override { dec_.code(freq, sym, k); }
 
  private:

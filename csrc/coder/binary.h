@@ -15,6 +15,10 @@
 
 namespace shazip::coder {
 
+// The encoder drops at most this many trailing zero bytes (the decoder reads zeros past the
+// end), so a decoder given a bound reads at most that many past its payload: beyond, the
+// payload is provably damaged (format 4 bounds the work a small damaged archive can ask for).
+constexpr int MAX_TRIM = 5;
 
 class RangeEncoder {
  public:
@@ -42,7 +46,7 @@ class RangeEncoder {
       }
     }
     for (int i = 0; i < 5; ++i) shift();
-    while (!out_.empty() && out_.back() == 0) out_.pop_back();
+    for (int i = 0; i < MAX_TRIM && !out_.empty() && out_.back() == 0; ++i) out_.pop_back();
     return std::move(out_);
   }
 
@@ -72,7 +76,9 @@ class RangeEncoder {
 
 class RangeDecoder {
  public:
-  explicit RangeDecoder(std::string data) : data_(std::move(data)) {
+  // max_overrun: the most zero bytes it may read past the data's end (-1: any number, as
+  // formats 1-3 allow); one more is a DataError.
+  explicit RangeDecoder(std::string data, i64 max_overrun = -1) : data_(std::move(data)), max_overrun_(max_overrun) {
     for (int i = 0; i < 4; ++i) code_ = (code_ << 8) | next();
   }
   // any input decodes to some bits: a damaged payload gives wrong bytes, never a fault
@@ -95,9 +101,15 @@ class RangeDecoder {
   }
 
  private:
-  u32 next() { return pos_ < data_.size() ? u8(data_[pos_++]) : 0u; }
+  u32 next() {
+    if (pos_ < data_.size()) return u8(data_[pos_++]);
+    if (max_overrun_ >= 0 && ++overrun_ > max_overrun_)
+      throw DataError("the payload ends before its code does (read past its end)");
+    return 0u;
+  }
   std::string data_;
   size_t pos_ = 0;
+  i64 max_overrun_, overrun_ = 0;
   u32 code_ = 0, range_ = 0xFFFFFFFFu;
 };
 

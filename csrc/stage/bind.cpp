@@ -85,9 +85,10 @@ void bind_stage(py::module_& m) {
       .def("finish", [](Encoder& e) { return py::bytes(e.finish()); })
       .def_property_readonly("bits", &Encoder::bits);
   py::class_<Decoder>(m, "StageDecoder", "Decodes one block through the stage, a step at a time.")
-      .def(py::init([](std::shared_ptr<Stage> st, i64 lanes, i64 span, const py::bytes& payload) {
-        return std::make_unique<Decoder>(std::move(st), lanes, span, std::string(payload));
-      }))
+      .def(py::init([](std::shared_ptr<Stage> st, i64 lanes, i64 span, const py::bytes& payload, i64 overrun) {
+             return std::make_unique<Decoder>(std::move(st), lanes, span, std::string(payload), overrun);
+           }),
+           py::arg("stage"), py::arg("lanes"), py::arg("span"), py::arg("payload"), py::arg("overrun") = -1)
       .def("code", [](Decoder& d, const Rows& freq) {
         i64 k;
         const i64* f = rows_of(freq, k);

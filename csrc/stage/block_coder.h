@@ -71,8 +71,8 @@ class Encoder : public BlockCoder {
 
 class Decoder : public BlockCoder {
  public:
-  Decoder(std::shared_ptr<Stage> st, i64 lanes, i64 span, std::string payload)
-      : BlockCoder(std::move(st), lanes, span), dec_(std::move(payload)) {}
+  Decoder(std::shared_ptr<Stage> st, i64 lanes, i64 span, std::string payload, i64 max_overrun = -1)
+      : BlockCoder(std::move(st), lanes, span), dec_(std::move(payload), max_overrun) {}
   // decodes the bytes of lanes b < k into sym; a damaged payload gives wrong bytes (which the
   // block's checksum catches), never a fault
   void code(const i64* freq, u8* sym, i64 k) {
