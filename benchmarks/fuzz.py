@@ -7,9 +7,11 @@ the adaptive stage), raw and zstd
 blocks (the committed `tiny-trained` model; small blocks so there are several), damaged by the
 mutations of shazip.testing: bit flips, truncation in every region, inserted and deleted
 bytes, header/block/trailer field edits with their crc resealed, payload bytes, blocks swapped,
-dropped or repeated. Each case must end in a clean ShazipError ("refused") or the exact
-original ("intact"); anything else is counted as a failure and printed, and the exit code is 1.
-Also prints the slowest case and the process's peak RSS."""
+dropped or repeated, a block spliced in from an archive of other text made the same way, and
+blocks claiming far more bytes and lanes than their payload holds. Each case must end in a
+clean ShazipError ("refused") or the exact original ("intact"); anything else is counted as a
+failure and printed, and the exit code is 1. Also prints the slowest case and the process's
+peak RSS (`--max-seconds`, `--max-mb`: a case slower, or a peak larger, fails the run)."""
 
 from __future__ import annotations
 
@@ -37,19 +39,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-seconds", type=float, default=2.0)
+    ap.add_argument("--max-mb", type=float, default=600.0)
     args = ap.parse_args()
     model = load_model(ROOT / "tests" / "data" / "tiny-trained.safetensors")
     text = (ROOT / "tests" / "data" / "wiki.xml").read_bytes()
     data = text[:2000] + random.Random(1).randbytes(600) + text[2000:3000]
-    archives = [shazip.compress(data, model=model, block_size=900, lanes=3, methods=m, adapt=a)
-                for m, a in ((frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
-                             (frozenset(Method), "cm"))]
+    other = text[3000:5000] + random.Random(2).randbytes(600) + text[5000:6000]
+    codings = ((frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
+               (frozenset(Method), "cm"))
+    archives, donors = ([shazip.compress(d, model=model, block_size=900, lanes=3, methods=m, adapt=a)
+                         for m, a in codings] for d in (data, other))
     rng = random.Random(args.seed)
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     failures, slowest = [], (0.0, "")
     t0 = time.perf_counter()
     for case in range(args.cases):
-        name, bad = mutate(archives[case % len(archives)], rng)
+        name, bad = mutate(archives[case % len(archives)], rng, donors[case % len(archives)])
         t = time.perf_counter()
         try:
             out = shazip.decompress(bad, model=model)
@@ -61,6 +67,8 @@ def main() -> None:
             failures.append((case, name, traceback.format_exc(limit=3)))
         dt = time.perf_counter() - t
         slowest = max(slowest, (dt, name))
+        if dt > args.max_seconds:
+            failures.append((case, name, f"took {dt:.1f} s"))
         counts[name.split(" (")[0]][outcome] += 1
         if outcome == "WRONG OUTPUT":
             failures.append((case, name, "decoded to different bytes without an error"))
@@ -76,6 +84,9 @@ def main() -> None:
                       "seconds": round(time.perf_counter() - t0, 1), "slowest_case_s": round(slowest[0], 3),
                       "slowest_mutation": slowest[1],
                       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if peak > args.max_mb:
+        failures.append((-1, "the whole run", f"peak RSS {peak:.0f} MB"))
     for case, name, what in failures[:20]:
         print(f"case {case} ({name}): {what}", file=sys.stderr)
     sys.exit(1 if failures else 0)

@@ -98,7 +98,7 @@ class CodingStats:
 def _native(engine: IntEngine, n: int, lanes: int, stage: AdaptiveStage | None, progress, measure: bool = False,
             data: bytes | None = None, payload: bytes | None = None, overrun: int = -1):
     """A block through the core's loop, a chunk of steps per call; returns the finished job.
-    `overrun`: the most bytes a stage decoder may read past its payload (-1: any number)."""
+    `overrun`: the most bytes its decoder may read past the payload (-1: any number)."""
     job = core.load().Job(engine.model, engine.pool, n, lanes, stage=stage.native if stage else None, data=data,
                           payload=payload, measure=measure, overrun=overrun)
     steps = max(1, CHUNK_BYTES // lanes)
@@ -147,10 +147,10 @@ def model_encode(engine: Engine, data: bytes, lanes: int, progress=None, stats: 
     return enc.finish()
 
 
-def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=None) -> bytes:
+def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=None, overrun: int = -1) -> bytes:
     if isinstance(engine, IntEngine):
-        return _native(engine, n, lanes, None, progress, payload=payload).result()
-    dec = core.load().CategoricalDecoder(payload)
+        return _native(engine, n, lanes, None, progress, payload=payload, overrun=overrun).result()
+    dec = core.load().CategoricalDecoder(payload, overrun // 4 if overrun >= 0 else -1)  # in 32-bit words
 
     def code(rows: np.ndarray, _) -> np.ndarray:
         try:
@@ -264,13 +264,13 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, prog
 def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, payload: bytes, n: int,
                  progress=None, get_stage: Callable[[], AdaptiveStage] | None = None, overrun: int = -1) -> bytes:
     """`get_engine` (and `get_stage`) are called only for model-coded blocks, so archives of
-    stored/zstd blocks decode without the model. `overrun`: the most bytes the stage's decoder
-    may read past the payload (format 4: container.OVERRUN; -1: any, as formats 1-3 allow)."""
+    stored/zstd blocks decode without the model. `overrun`: the most bytes the decoder may read
+    past a model-coded payload (format 4: container.OVERRUN; -1: any, as formats 1-3 allow)."""
     if method in (Method.MODEL, Method.MIXED):
         if lanes > effective_lanes(n, MAX_LANES):  # the encoder never makes more; each lane costs memory
             raise CorruptArchive(f"{lanes} lanes for {n} bytes is more than the encoder makes")
         if method == Method.MODEL:
-            return model_decode(get_engine(), payload, n, lanes, progress)
+            return model_decode(get_engine(), payload, n, lanes, progress, overrun)
         if get_stage is None:
             raise CorruptArchive("a mixed block in an archive without an adaptive stage")
         return mixed_decode(get_engine(), get_stage(), payload, n, lanes, progress, overrun)

@@ -53,11 +53,14 @@ SKIP_MAGIC: bytes = b"SHZ\x8a"
 FORMAT_VERSIONS = (1, 2, 3, 4)
 COMPACT = (3, 4)  # the formats with format 3's layout
 # Format 4 bounds the work a block may ask for. Its mixed payloads' coder drops at most 5 trailing
-# zero bytes (csrc/coder/binary.h, MAX_TRIM), so a decoder reading more than OVERRUN bytes past a
-# payload is decoding a damaged one and stops; and every binary decision costs at least
-# -log2(1 - 255/2**24) bits (p16 <= 65535, floor of range * p / 65536 with range >= 2**24), so a
-# mixed payload of n bytes is at least n * 8 * 2.19e-5 / 8 bytes less the coder's last ones:
-# FLOOR_RATIO (1 byte per 64 KiB) and FLOOR_SLACK keep a margin under that.
+# zero bytes (csrc/coder/binary.h, MAX_TRIM) and the categorical coder's seal leaves its decoder
+# at most a word or two to read past the end, so a decoder reading more than OVERRUN bytes (two
+# words) past a payload is decoding a damaged one and stops. And every binary decision costs at
+# least -log2(1 - 255/2**24) bits (p16 <= 65535, floor of range * p / 65536 with range >= 2**24),
+# as every byte of a model block does (each of its 256 frequencies is at least 1 in 2**24), so a
+# payload of n bytes is at least n * 8 * 2.19e-5 / 8 (mixed) or n * 2.19e-5 / 8 (model) bytes
+# less the coder's last ones: FLOOR_RATIO (1 byte per 64 KiB, model per 512 KiB) and
+# FLOOR_SLACK keep a margin under that.
 OVERRUN = 8
 FLOOR_RATIO, FLOOR_SLACK = 1 << 16, 16
 MAX_BLOCK_SIZE = 1 << 28
@@ -131,13 +134,13 @@ class Header:
     model_name: str  # <= 255 utf-8 bytes
     block_size: int  # 1..MAX_BLOCK_SIZE
     lanes: int  # 1..65535
-    adapt_version: int = 0  # 0: no adaptive stage (format 1)
+    adapt_version: int = 0  # 0: no adaptive stage (format 1, or 4 with the int8 engine)
     adapt_params: bytes = b""  # the stage's parameters, <= 255 bytes, opaque here
-    format_version: int = 0  # 0: the format written today for these fields (4 with the stage, else 1)
+    format_version: int = 0  # 0: the format written today for these fields (4; 1 for the float32 engine)
 
     def __post_init__(self) -> None:
-        if not self.format_version:
-            object.__setattr__(self, "format_version", 4 if self.adapt_version else 1)
+        if not self.format_version:  # format 4 has no room for a thread count, which float32 needs
+            object.__setattr__(self, "format_version", 4 if self.adapt_version or not self.threads else 1)
 
     def pack(self, solo: "BlockHeader | None" = None) -> bytes:
         """Serialize (format 3: with the fields of the archive's only block, if `solo`); a field
@@ -174,7 +177,9 @@ class Header:
         _check_range("engine", self.engine, 0, 15)
         _check_range("engine_version", self.engine_version, 0, 15)
         _check_range("threads", self.threads, 0, 0)
-        _check_range("adapt_version", self.adapt_version, 1, 255)
+        _check_range("adapt_version", self.adapt_version, 0 if self.format_version == 4 else 1, 255)
+        if not self.adapt_version and self.adapt_params:
+            raise ValueError("adapt_params without an adaptive stage")
         _check_range("adapt_params length", len(self.adapt_params), 0, 255)
         _check_range("block_size", self.block_size, 1, MAX_BLOCK_SIZE)
         _check_range("lanes", self.lanes, 1, _U16_MAX)
@@ -255,8 +260,9 @@ def _parse_header3(take: Callable[[int], bytes], version: int) -> tuple[Header, 
         raise CorruptArchive("header checksum mismatch")
     if flags & ~(_SOLO | _NAME | (_METHOD_BITS if flags & _SOLO else 0)):
         raise CorruptArchive(f"header has unknown flags 0x{flags:02x}")
-    if not adapt_version:
-        raise CorruptArchive(f"format {version} header without an adaptive stage")
+    if not adapt_version and (version == 3 or params):
+        raise CorruptArchive(f"format {version} header without an adaptive stage" + (" but with its parameters"
+                                                                                     if params else ""))
     try:
         model_name = name.decode("utf-8")
     except UnicodeDecodeError:
@@ -337,8 +343,8 @@ def _block_problem(
         return f"block {i}: out of order (found index {index})"
     if method not in _METHOD_VALUES or (method == Method.MIXED and not header.adapt_version):
         return f"block {i}: unknown method {method}"
-    if method == Method.MODEL and chained(header.format_version):
-        return f"block {i}: method model in a format {header.format_version} archive (its stage codes every model block)"
+    if method == Method.MODEL and chained(header.format_version) and header.adapt_version:
+        return f"block {i}: method model in an archive with the adaptive stage (the stage codes every model block)"
     if not 1 <= orig_len <= block_size:
         return f"block {i}: original length {orig_len} is outside 1..{block_size}"
     max_lanes = min(orig_len, _U16_MAX)  # more lanes than bytes would be meaningless
@@ -353,9 +359,9 @@ def _block_problem(
         )
     if method == Method.MODEL and payload_len % 4:
         return f"block {i}: model payload length {payload_len} is not a multiple of 4"
-    if method == Method.MIXED and chained(header.format_version) and payload_len + FLOOR_SLACK < orig_len // FLOOR_RATIO:
-        return (f"block {i}: payload of {payload_len} bytes is too short to code {orig_len} bytes "
-                f"(at least {orig_len // FLOOR_RATIO - FLOOR_SLACK})")
+    floor = orig_len // (FLOOR_RATIO if method == Method.MIXED else 8 * FLOOR_RATIO) - FLOOR_SLACK
+    if method in (Method.MIXED, Method.MODEL) and chained(header.format_version) and payload_len < floor:
+        return f"block {i}: payload of {payload_len} bytes is too short to code {orig_len} bytes (at least {floor})"
     return None
 
 

@@ -214,12 +214,46 @@ def block_shuffle(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, by
     return f"blocks {how}", head + b"".join(recs) + tail
 
 
+def resource_claim(blob: bytes, lay: Layout, rng: random.Random) -> tuple[str, bytes]:
+    """A block (or a one-block archive's header) that claims far more than its payload holds:
+    the most bytes and lanes a block may have, every crc resealed along the chain, so only the
+    reader's bounds (format 4: the payload floor and the overrun limit) stand in the way."""
+    b = bytearray(blob)
+    orig = rng.choice([1 << 28, 1 << 24, 1 << 20, 300_000])
+    lanes = rng.choice([1024, 65535, max(1, orig >> 8), 1])
+    if not lay.blocks:  # a one-block archive: its header holds the block; set a large block size instead
+        return header_edit(blob, lay, rng)
+    pos, _ = rng.choice(lay.blocks)
+    struct.pack_into("<I", b, pos + BLOCK_FIELDS["orig_len"][0], orig)
+    struct.pack_into("<H", b, pos + BLOCK_FIELDS["lanes"][0], min(lanes, 0xFFFF))
+    if lay.tail is not None:  # formats 1, 2: the header's block size must admit the claim
+        struct.pack_into("<I", b, lay.tail, 1 << 28)
+        _reseal(b, 0, lay.header_end)
+    _reseal(b, pos, pos + BLOCK_HEADER, lay)
+    return f"resource claim ({orig} bytes in {lanes} lanes, crc resealed)", bytes(b)
+
+
+def splice(blob: bytes, lay: Layout, rng: random.Random, donor: bytes | None = None) -> tuple[str, bytes]:
+    """A block record (header and payload) of another archive made the same way put in place
+    of one of this archive's."""
+    other = Layout.of(donor) if donor else None
+    if not other or not other.blocks or not lay.blocks:
+        return block_shuffle(blob, lay, rng)
+    i = rng.randrange(len(lay.blocks))
+    p, n = lay.blocks[i]
+    q, m = other.blocks[min(i, len(other.blocks) - 1) if rng.random() < 0.7 else rng.randrange(len(other.blocks))]
+    return "block spliced from another archive", blob[:p] + donor[q:q + m] + blob[p + n:]
+
+
 MUTATIONS = [bit_flips, truncation, insertion, deletion, header_edit, block_edit, payload_edit, trailer_edit,
-             block_shuffle]
+             block_shuffle, resource_claim, splice]
 
 
-def mutate(blob: bytes, rng: random.Random) -> tuple[str, bytes]:
-    return rng.choice(MUTATIONS)(blob, Layout.of(blob), rng)
+def mutate(blob: bytes, rng: random.Random, donor: bytes | None = None) -> tuple[str, bytes]:
+    """One random damage of `blob`; `donor`, another archive made the same way, for splices."""
+    how = rng.choice(MUTATIONS)
+    lay = Layout.of(blob)
+    return how(blob, lay, rng, donor) if how is splice else how(blob, lay, rng)
 
 
 def payload_spans(archive: bytes) -> list[tuple[int, int, Method]]:

@@ -260,7 +260,7 @@ def test_decompress_progress_without_a_trailer_to_trust(tmp_path, monkeypatch, r
     assert declared_size(io.BytesIO(model_archive[-10:])) is None
     assert declared_size(io.BytesIO(model_archive + solo + raw_archive)) == 2 * len(ZEROS) + 1500  # frames
     drawn, error = _decompress_on_a_terminal(monkeypatch, arc, random_model_path)
-    assert isinstance(error, CorruptArchive) and str(error) == f"{arc}: end-of-archive trailer checksum mismatch"
+    assert isinstance(error, CorruptArchive) and str(error).startswith(f"{arc}: end-of-archive trailer checksum mismatch")
     assert " MB " in drawn and "%" not in drawn  # the bar ran, without a total
     assert listing(tmp_path) == ["bad.shz"]
     from_file = assert_fails(run("-d", arc, "--model", random_model_path), "trailer checksum", tmp_path, ["bad.shz"], 1)

@@ -3,6 +3,7 @@ method, each refused with an error that names the block."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import zstandard
 
 import shazip
 from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
-from shazip.container import Method
+from shazip.container import Method, describe
 from shazip.engines import IntEngine
 from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
 from shazip.testing import flip, payload_spans
@@ -200,9 +201,10 @@ def payload_of(archive: bytes, i: int) -> bytes:
     return archive[start:start + n]
 
 
-def test_without_the_stage_archives_are_format_1(trained, text):
+def test_without_the_stage_archives_are_format_4_without_its_parameters(trained, text):
     blob = shazip.compress(text[:3000], model=trained, lanes=2, adapt="none")
-    assert blob[4] == 1 and Method.MIXED not in methods_of(blob)
+    assert blob[4] == 4 and Method.MIXED not in methods_of(blob)
+    assert describe(io.BytesIO(blob))[0]["adapt_version"] == 0
     assert shazip.decompress(blob, model=trained) == text[:3000]
 
 

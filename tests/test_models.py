@@ -138,7 +138,7 @@ def test_bad_int8_tensors_are_refused(tmp_path, trained):
 def test_archives_of_an_earlier_default_decode_after_a_new_one_ships(tmp_path, monkeypatch, random_model_path,
                                                                      trained, text):
     """A user's data never depends on a model the release no longer ships: archives made with
-    `default` (format 1 records its name and id, format 3 its id's first bytes) still decode
+    `default` (format 4 records its id's first bytes, with or without the stage) still decode
     with plain defaults once another model is `default` and the old one is kept under a new
     name; the archive's id, not its name, finds it."""
     import shazip
@@ -148,7 +148,7 @@ def test_archives_of_an_earlier_default_decode_after_a_new_one_ships(tmp_path, m
     from shazip.container import Method  # model-coded blocks (stored ones would decode without any model)
     archives = [shazip.compress(data, adapt="none", lanes=2, methods=frozenset({Method.MODEL})),
                 shazip.compress(data, lanes=2, methods=frozenset({Method.MIXED}))]
-    assert archives[0][4] == 1 and archives[1][4] == 4
+    assert archives[0][4] == archives[1][4] == 4
     modelfile.bundle_model(random_model_path, "default-2026-11")  # the release keeps the old one...
     trained_path = tmp_path / "trained.safetensors"
     modelfile.save_model(trained.model, trained_path, name="trained")

@@ -27,7 +27,7 @@ from shazip.config import get_config
 from shazip.model import SHARNN
 from shazip.modelfile import load_model
 
-from shazip.testing import lanes_of, run, run_with_threads
+from shazip.testing import lanes_of, payload_spans, run, run_with_threads
 
 DATA = Path(__file__).parent / "data"
 MODEL_ONLY = frozenset({Method.MODEL})
@@ -104,14 +104,19 @@ def test_archives_identical_across_thread_counts(trained, text):
 
 
 def test_golden_archive(trained, text):
-    """An archive made when this engine version was fixed: it must decode, and compressing the
-    same input must give the same bytes, on every machine. If the arithmetic changes on purpose,
+    """Archives made when this engine version was fixed: they must decode, and compressing the
+    same input must give the same bytes, on every machine: format 4 today, holding the very
+    payloads of the format 1 archive shazip 0.3 wrote. If the arithmetic changes on purpose,
     bump numerics.ENGINE_VERSION and regenerate (see tests/data/README.md)."""
-    golden = (DATA / "golden-int8.shz").read_bytes()
+    golden, golden4 = ((DATA / name).read_bytes() for name in ("golden-int8.shz", "golden-int8-v4.shz"))
     data = text[:4000]
-    assert shazip.decompress(golden, model=trained) == data
-    assert shazip.compress(data, model=trained, lanes=4, block_size=2500, methods=MODEL_ONLY, adapt="none") == golden
-    assert [b.method for b, _ in ArchiveReader(io.BytesIO(golden)).blocks()] == [Method.MODEL] * 2
+    assert (golden[4], golden4[4]) == (1, 4)
+    assert shazip.decompress(golden, model=trained) == shazip.decompress(golden4, model=trained) == data
+    assert shazip.compress(data, model=trained, lanes=4, block_size=2500, methods=MODEL_ONLY, adapt="none") == golden4
+    for arc in (golden, golden4):
+        assert [b.method for b, _ in ArchiveReader(io.BytesIO(arc)).blocks()] == [Method.MODEL] * 2
+    assert [golden[s:s + n] for s, n, _ in payload_spans(golden)] == [golden4[s:s + n] for s, n, _ in
+                                                                       payload_spans(golden4)]
 
 
 # ---------------------------------------------------------------------------- integer kernels

@@ -58,7 +58,7 @@ struct PyEncoder {
 };
 
 struct PyDecoder {
-  explicit PyDecoder(const u8* p, size_t n) : dec(p, n) {}
+  PyDecoder(const u8* p, size_t n, i64 overrun) : dec(p, n, overrun) {}
   coder::CategoricalDecoder dec;
   std::mutex mu;
 };
@@ -107,11 +107,13 @@ void bind_categorical(py::module_& m) {
           "The compressed bytes (little-endian u32 words). The encoder is done after this.");
 
   py::class_<PyDecoder>(m, "CategoricalDecoder", "Decodes what CategoricalEncoder (or constriction) wrote.")
-      .def(py::init([](const py::object& payload) {
+      .def(py::init([](const py::object& payload, i64 overrun) {
              const std::string b = bytes_of(payload);
-             return new PyDecoder(reinterpret_cast<const u8*>(b.data()), b.size());
+             return new PyDecoder(reinterpret_cast<const u8*>(b.data()), b.size(), overrun);
            }),
-           py::arg("payload"), "payload: the compressed bytes (a length not a multiple of 4 raises DataError).")
+           py::arg("payload"), py::arg("overrun") = -1,
+           "payload: the compressed bytes (a length not a multiple of 4 raises DataError); overrun: the most "
+           "zero words it may read past them (-1: any).")
       .def(
           "decode",
           [](PyDecoder& self, const py::array& probs) {

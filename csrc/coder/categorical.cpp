@@ -266,7 +266,7 @@ std::string CategoricalEncoder::finish() {
 // ---------------------------------------------------------------------------------------------
 // Decoder
 
-CategoricalDecoder::CategoricalDecoder(const u8* data, size_t n) {
+CategoricalDecoder::CategoricalDecoder(const u8* data, size_t n, i64 max_overrun) : max_overrun_(max_overrun) {
   if (n % 4 != 0) throw DataError("categorical payload is not a whole number of 32-bit words");
   data_.assign(data, data + n);
   words_ = n / 4;
@@ -279,6 +279,9 @@ CategoricalDecoder::CategoricalDecoder(const u8* data, size_t n) {
   }
   if (num_read == 1) point <<= kWordBits;
   point_ = point;
+  overrun_ = 2 - num_read;  // words taken as zeros
+  if (max_overrun_ >= 0 && overrun_ > max_overrun_)
+    throw DataError("categorical payload ends before its code does (read past its end)");
 }
 
 u32 CategoricalDecoder::next_word() {
@@ -306,7 +309,11 @@ int CategoricalDecoder::decode(const double* probs) {
     lower_ <<= kWordBits;
     range_ <<= kWordBits;
     point_ <<= kWordBits;
-    if (pos_ < words_) point_ |= next_word();  // past the end: zeros
+    if (pos_ < words_) {
+      point_ |= next_word();
+    } else if (max_overrun_ >= 0 && ++overrun_ > max_overrun_) {  // past the end: zeros, a bounded number
+      throw DataError("categorical payload ends before its code does (read past its end)");
+    }
   }
   return symbol;
 }

@@ -72,7 +72,9 @@ class CategoricalEncoder {
 class CategoricalDecoder {
  public:
   // Copies the payload. Its length must be a multiple of 4 (it is u32 words), else DataError.
-  CategoricalDecoder(const u8* data, size_t n);
+  // max_overrun: the most zero words it may read past the payload's end (-1: any number, as
+  // constriction and formats 1-3 allow); one more is a DataError (format 4 bounds a block's work).
+  CategoricalDecoder(const u8* data, size_t n, i64 max_overrun = -1);
 
   // Decodes one symbol under the 256-entry row `probs`. Throws ArgumentError on a bad row and
   // DataError where the payload cannot have come from the encoder (the state is then left as it
@@ -97,6 +99,7 @@ class CategoricalDecoder {
   u64 lower_ = 0;
   u64 range_ = ~u64(0);
   u64 point_ = 0;
+  i64 max_overrun_, overrun_ = 0;
 };
 
 }  // namespace shazip::coder
