@@ -10,7 +10,6 @@ stderr with a non-zero exit code (130 after SIGINT, 128 + N after SIGTERM, SIGHU
 from __future__ import annotations
 
 import contextlib
-import errno
 import importlib
 import io
 import json
@@ -30,6 +29,7 @@ from . import __version__
 from .container import describe
 from .errors import ArchiveError, CorruptArchive, FileTrouble, OutputExists, ShazipError, UsageError
 from .frames import declared_size
+from .publish import publish
 from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEVICES, ENGINE_CHOICES, FRAME_HELP, LANES_HELP
 
 SUFFIX = ".shz"
@@ -184,46 +184,15 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
                 raise FileTrouble(f"{path}: cannot write ({e.strerror})") from None
             if src is not None:
                 os.utime(f.fileno(), ns=(src.st_atime_ns, src.st_mtime_ns))
-        _publish(tmp, path, force)
+        try:
+            publish(tmp, path, replace=force)
+        except FileExistsError:
+            raise OutputExists(f"{path}: already exists (made while this ran; use -f to overwrite)") from None
+        except OSError as e:
+            raise FileTrouble(f"{path}: cannot write ({e.strerror})") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-
-
-def _publish(tmp: str, path: str, force: bool) -> None:
-    """The finished temporary file becomes `path`: replacing what is there with `force`, else
-    only if nothing is (checked and done in one step by the kernel: a hard link, or
-    renameat2's RENAME_NOREPLACE where the file system has no hard links)."""
-    try:
-        if force:
-            os.replace(tmp, path)
-            return
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise
-        except OSError as e:
-            if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
-                raise
-            _rename_noreplace(tmp, path)
-    except FileExistsError:
-        raise OutputExists(f"{path}: already exists (made while this ran; use -f to overwrite)") from None
-    except OSError as e:
-        raise FileTrouble(f"{path}: cannot write ({e.strerror})") from None
-
-
-def _rename_noreplace(tmp: str, path: str) -> None:
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    at_fdcwd, rename_noreplace = -100, 1
-    if not hasattr(libc, "renameat2"):  # an old C library: checked, then renamed (a narrow race remains)
-        if os.path.lexists(path):
-            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
-        os.replace(tmp, path)
-        return
-    if libc.renameat2(at_fdcwd, os.fsencode(tmp), at_fdcwd, os.fsencode(path), rename_noreplace) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), path)
 
 
 def _bound_heap() -> None:
@@ -417,11 +386,13 @@ def _on_cluster(scheduler: str, file: str, dest: str | None, force: bool, coding
         try:
             if coding is not None:  # one thread a task, the int8 engine (portable across workers)
                 options = {k: v for k, v in coding.items() if k not in ("threads", "engine")}
-                distributed.compress(file, dest, client, **options)
+                distributed.compress(file, dest, client, replace=force, **options)
             else:
-                distributed.decompress(file, dest, client, model=model, device=device)
+                distributed.decompress(file, dest, client, model=model, device=device, replace=force)
         except ArchiveError as e:
             raise type(e)(f"{file}: {e}") from None
+        except FileExistsError:
+            raise OutputExists(f"{dest}: already exists (made while this ran; use -f to overwrite)") from None
 
 
 FILES = "files"  # the hidden command behind the gzip-style use

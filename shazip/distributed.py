@@ -33,6 +33,7 @@ from .api import Compressor, iter_decompress
 from . import seektable
 from .frames import index
 from .options import DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, MAX_FRAME_IN_MEMORY
+from .publish import publish
 
 _CACHE: dict[tuple, Compressor] = {}  # per worker thread and options: the model and engine, built once
 _LOCK = threading.Lock()
@@ -79,8 +80,9 @@ def _in_order(client, fn: Callable, tasks: Iterator[tuple], device: str) -> Iter
         yield pending.popleft().result()
 
 
-def _write(url: str, parts: Iterator[bytes]) -> int:
-    """Writes the parts to url; a local file appears only complete (a temporary file renamed)."""
+def _write(url: str, parts: Iterator[bytes], replace: bool) -> int:
+    """Writes the parts to url; a local file appears only complete (a temporary file given its
+    name at the end), and replaces one that is there only with `replace` (FileExistsError)."""
     total = 0
     if "://" in url:
         with fsspec.open(url, "wb") as f:
@@ -94,7 +96,7 @@ def _write(url: str, parts: Iterator[bytes]) -> int:
             for part in parts:
                 f.write(part)
                 total += len(part)
-        os.replace(tmp, url)
+        publish(tmp, url, replace)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -103,9 +105,11 @@ def _write(url: str, parts: Iterator[bytes]) -> int:
 
 
 def compress(src: str, dst: str, client, *, model: str = "default", frame_size: int = DEFAULT_FRAME_SIZE,
-             block_size: int = DEFAULT_BLOCK_SIZE, device: str = "cpu", **options) -> int:
+             block_size: int = DEFAULT_BLOCK_SIZE, device: str = "cpu", replace: bool = True, **options) -> int:
     """Compresses src (a path every worker sees, or an fsspec URL) to dst, one task per frame;
-    returns the input bytes. Options as `shazip.Compressor`'s (not `threads`: one a task)."""
+    returns the input bytes. Options as `shazip.Compressor`'s (not `threads`: one a task).
+    `replace`: a local dst that exists (or appears meanwhile) is replaced, as open(..., "wb")
+    does; False raises FileExistsError instead."""
     if frame_size <= 0:
         raise ValueError("distributed compression needs frames (frame_size > 0)")
     options = dict(options, model=model, frame_size=frame_size, block_size=block_size, device=device)
@@ -114,7 +118,7 @@ def compress(src: str, dst: str, client, *, model: str = "default", frame_size: 
     n = fs.size(path)
     lengths = [min(frame, n - at) for at in range(0, n, frame)] or [0]
     tasks = ((src, at, length, options) for at, length in zip(itertools.accumulate(lengths, initial=0), lengths))
-    _write(dst, _with_table(_in_order(client, _compress_frame, tasks, device), lengths))
+    _write(dst, _with_table(_in_order(client, _compress_frame, tasks, device), lengths), replace)
     return n
 
 
@@ -127,14 +131,15 @@ def _with_table(archives: Iterator[bytes], lengths: list[int]) -> Iterator[bytes
     yield seektable.pack(sizes)
 
 
-def decompress(src: str, dst: str, client, *, model: str | None = None, device: str = "cpu") -> int:
+def decompress(src: str, dst: str, client, *, model: str | None = None, device: str = "cpu",
+               replace: bool = True) -> int:
     """Decompresses src (a framed archive: a path every worker sees, or an fsspec URL) to dst,
     one task per frame; returns the bytes written. The client finds the frames from the seek
     table at the end of src (else from the archives' structure: headers, block headers,
-    trailers); the workers decode them."""
+    trailers); the workers decode them. `replace` as `compress`'s."""
     with fsspec.open(src, "rb") as f:
         frames = index(f, MAX_FRAME_IN_MEMORY)
     if frames is None:
         raise ValueError(f"{src}: a frame is too large to decode as one task ({MAX_FRAME_IN_MEMORY} bytes at most)")
     tasks = ((src, f.start, f.end, model, device) for f in frames)
-    return _write(dst, _in_order(client, _decompress_frame, tasks, device))
+    return _write(dst, _in_order(client, _decompress_frame, tasks, device), replace)

@@ -62,3 +62,14 @@ def test_command_line_scheduler(tmp_path, client, trained, text):
     assert (tmp_path / "d.txt").read_bytes() == data
     r = run("-q", "--scheduler", address, *opts, tmp_path / "d.txt")  # the output exists
     assert r.exit_code == 1 and "already exists" in r.stderr
+
+
+def test_an_existing_output_is_kept_unless_replace(tmp_path, client, trained, text):
+    import shazip.distributed as sd
+    (tmp_path / "d.txt").write_bytes(text[:3000])
+    (tmp_path / "d.shz").write_bytes(b"keep me")
+    with pytest.raises(FileExistsError):
+        sd.compress(str(tmp_path / "d.txt"), str(tmp_path / "d.shz"), client, model=str(trained.path), replace=False,
+                    **OPTIONS)
+    assert (tmp_path / "d.shz").read_bytes() == b"keep me" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "d.shz", "d.txt"]
