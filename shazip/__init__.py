@@ -2,7 +2,7 @@
 
 import os
 
-__version__ = "0.1.0"
+__version__ = "0.5.0"
 
 # OpenMP threads that spin while they wait hold a core each: with another process busy on the
 # machine, torch's `--threads 2` on 2 cores ran 36x slower than one thread (475 s vs 13 s for
@@ -13,15 +13,15 @@ __version__ = "0.1.0"
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .errors import (  # noqa: E402
-    ChecksumMismatch, ContractError, CoreUnavailable, CorruptArchive, ModelError, NotAnArchive, OutputExists,
-    ShazipError, Truncated, UnsupportedVersion, UsageError,
+    ChecksumMismatch, ContractError, CoreUnavailable, CorruptArchive, FileTrouble, ModelError, NotAnArchive,
+    OutputExists, ShazipError, Skipped, Truncated, UnsupportedVersion, UsageError,
 )
 
 __all__ = ["open", "ShazipFile", "compress", "decompress", "Compressor", "ShazipCompressor", "ShazipDecompressor",
            "compress_stream",
            "decompress_stream", "iter_decompress", "recover_stream", "Lost", "load", "ShazipError", "NotAnArchive",
            "UnsupportedVersion", "Truncated", "CorruptArchive", "ChecksumMismatch", "ModelError", "ContractError", "CoreUnavailable",
-           "OutputExists", "UsageError", "__version__"]
+           "OutputExists", "FileTrouble", "Skipped", "UsageError", "__version__"]
 
 _API = {"compress": "api", "decompress": "api", "compress_stream": "api", "decompress_stream": "api",
         "iter_decompress": "api", "load": "api", "Compressor": "api", "ShazipCompressor": "api",

@@ -27,7 +27,7 @@ import click
 
 from . import __version__
 from .container import describe
-from .errors import ArchiveError, CorruptArchive, FileTrouble, OutputExists, ShazipError, UsageError
+from .errors import ArchiveError, CorruptArchive, FileTrouble, OutputExists, ShazipError, Skipped, UsageError
 from .frames import declared_size
 from .publish import publish
 from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEVICES, ENGINE_CHOICES, FRAME_HELP, LANES_HELP
@@ -58,6 +58,7 @@ class ProgressBar:
     def __init__(self, total: int | None, enabled: bool) -> None:
         self.total, self.enabled, self.done = total, enabled and sys.stderr.isatty(), 0
         self.t0 = self.last = time.time()
+        self.width = 0  # the longest line drawn: a shorter one is padded over it
 
     def __call__(self, n: int) -> None:
         self.done += n
@@ -70,12 +71,13 @@ class ProgressBar:
                 pct = 100 * self.done / self.total
                 eta = max(self.total - self.done, 0) / max(rate, 1e-9)  # a forged trailer may undercount
                 line += f"  {pct:5.1f}%  ETA {int(eta) // 60}:{int(eta) % 60:02d}"
-            sys.stderr.write(line)
+            self.width = max(self.width, len(line))
+            sys.stderr.write(line.ljust(self.width))
             sys.stderr.flush()
 
     def close(self) -> None:
         if self.enabled:
-            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.write("\r" + " " * max(self.width, 60) + "\r")
             sys.stderr.flush()
 
 
@@ -96,13 +98,13 @@ def _input(path: str, force: bool = False) -> Iterator[BinaryIO]:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
+        raise FileTrouble(f"{path}: no such file") from None
     except OSError as e:
         raise FileTrouble(f"{path}: cannot read ({e.strerror})") from None
     if stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"{path}: is a directory")
+        raise Skipped(f"{path}: is a directory -- ignored (-r goes into it)")
     if not stat.S_ISREG(st.st_mode) and not force:
-        raise UsageError(f"{path}: not a regular file, skipped (-f reads it)")
+        raise Skipped(f"{path}: not a regular file, skipped (-f reads it)")
     try:
         f = open(path, "rb")
     except OSError as e:
@@ -158,7 +160,7 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
         return
     dest = Path(path)
     if dest.is_dir():
-        raise UsageError(f"{path}: is a directory")
+        raise FileTrouble(f"{path}: is a directory")
     if os.path.lexists(dest) and not force:
         raise OutputExists(f"{path}: already exists (use -f to overwrite)")
     src = os.stat(like) if like is not None else None
@@ -244,7 +246,7 @@ def _destination(src: str, output: str | None, stdout: bool, make_name: Callable
     if stdout or (src == "-" and output is None):
         return None
     if src != "-" and os.path.isdir(src):
-        raise UsageError(f"{src}: is a directory")
+        raise Skipped(f"{src}: is a directory -- ignored (-r goes into it)")
     dest = output or make_name(src)
     if src != "-" and os.path.exists(src) and os.path.abspath(os.path.realpath(dest)) == os.path.realpath(src):
         raise UsageError(f"{dest}: output would overwrite the input")
@@ -287,9 +289,10 @@ class Commands(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """gzip habits: arguments that do not start with a command name (files, -d, -t, ...,
-        or nothing: a filter from stdin to stdout) go to the file command."""
+        or nothing: a filter from stdin to stdout) go to the file command, and so does
+        everything after `--` (`shazip -- info` compresses a file named info)."""
         if not args or (args[0] not in self.commands and args[0] not in self.LAZY
-                        and args[0] not in ("-h", "--help", "-V", "--version")):
+                        and args[0] not in ("-h", "--help", "-V", "--version")) or args[0] == "--":
             args = [FILES, *args]
         return super().parse_args(ctx, args)
 
@@ -353,7 +356,7 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
 def compress_file(file: str, dest: str | None, force: bool, remove: bool, quiet: bool, coding: dict) -> None:
     """FILE ("-": standard input) to dest (None: standard output)."""
     if dest is None and sys.stdout.isatty() and not force:
-        raise UsageError("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
+        raise FileTrouble("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
     from .api import compress_stream
     from .modelfile import load_model
     loaded = load_model(coding["model"])  # before creating any output: a missing model leaves nothing behind
@@ -396,6 +399,16 @@ def _on_cluster(scheduler: str, file: str, dest: str | None, force: bool, coding
 
 
 FILES = "files"  # the hidden command behind the gzip-style use
+
+
+
+class _ProgramContext(click.Context):
+    """The file command's context: to its user it is the program itself, so its usage lines
+    and errors say `shazip [OPTIONS] [FILES]...`, never the hidden command's name."""
+
+    @property
+    def command_path(self) -> str:
+        return self.parent.command_path if self.parent is not None else super().command_path
 
 
 def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
@@ -464,6 +477,8 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
             else:
                 decompress_file(file, dest, force, remove, quiet, model, threads, device, recover=recover)
         else:
+            if file.endswith(SUFFIX) and not force:
+                raise Skipped(f"{file}: already has the {SUFFIX} suffix -- unchanged (-f compresses it again)")
             dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
             if scheduler:
                 _on_cluster(scheduler, file, dest, force, coding, None, device)
@@ -492,6 +507,9 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
             sys.exit(worst)
 
     run_command(body)
+
+
+files_command.context_class = _ProgramContext
 
 
 def _naming(file: str, message: str) -> str:
@@ -566,7 +584,7 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quie
     verify every block, write nothing; with `recover`, write every intact frame of a damaged
     archive, then report each range lost (and exit 1), the input kept."""
     if file == "-" and sys.stdin.isatty():
-        raise UsageError("refusing to read compressed data from a terminal (give a file or redirect)")
+        raise FileTrouble("refusing to read compressed data from a terminal (give a file or redirect)")
     if recover and file == "-":
         raise UsageError("--recover reads a file (it searches it for the frames after a damaged one), not a stream")
     from .api import decompress_stream, recover_stream

@@ -57,6 +57,13 @@ class FileTrouble(ShazipError):
     file that vanished), named in the message."""
 
 
+class Skipped(ShazipError):
+    """An input left alone, as gzip leaves it with a warning (exit status 2): not a regular
+    file, a directory without -r, a file that already has the .shz suffix."""
+
+    exit_code = 2
+
+
 class UsageError(ShazipError):
     """Bad arguments or input file problems (missing file, unreadable)."""
 

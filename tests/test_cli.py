@@ -278,7 +278,7 @@ def test_refuses_to_write_archive_to_a_terminal(tmp_path, random_model_path):
     finally:
         os.close(slave)
         os.close(master)
-    assert p.returncode == 2
+    assert p.returncode == 1
     assert b"refusing to write compressed data to a terminal" in p.stderr
     assert b"Traceback" not in p.stderr
     assert listing(tmp_path) == ["f.bin"]
@@ -340,11 +340,12 @@ def test_decompress_unknown_suffix(tmp_path, random_model_path):
 
 
 def test_input_missing(tmp_path, random_model_path):
+    """An error, as gzip's: exit status 1 (2 is for warnings and bad usage)."""
     assert_fails(run("compress", tmp_path / "nope.txt", "--model", random_model_path), "no such file",
-                 tmp_path, [], code=2)
+                 tmp_path, [], code=1)
     assert_fails(run("decompress", tmp_path / "nope.shz", "--model", random_model_path), "no such file",
-                 tmp_path, [], code=2)
-    assert_fails(run("info", tmp_path / "nope.shz"), "no such file", tmp_path, [], code=2)
+                 tmp_path, [], code=1)
+    assert_fails(run("info", tmp_path / "nope.shz"), "no such file", tmp_path, [], code=1)
 
 
 def test_input_is_a_directory(tmp_path, random_model_path):
@@ -557,7 +558,7 @@ def test_refuses_to_read_compressed_data_from_a_terminal(tmp_path, random_model_
     finally:
         os.close(slave)
         os.close(master)
-    assert p.returncode == 2 and b"refusing to read compressed data from a terminal" in p.stderr
+    assert p.returncode == 1 and b"refusing to read compressed data from a terminal" in p.stderr
 
 
 def test_output_onto_the_input_is_refused(tmp_path, random_model_path):
@@ -644,7 +645,7 @@ def test_several_files_one_bad_others_done(tmp_path, random_model_path):
         write(tmp_path, f"{name}.txt", f"text of {name}\n".encode() * 20)
     r = run("--model", random_model_path, "-q", tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "nope.txt",
             tmp_path / "c.txt")
-    assert r.exit_code == 2 and "nope.txt: no such file" in r.stderr
+    assert r.exit_code == 1 and "nope.txt: no such file" in r.stderr
     assert {"a.txt.shz", "b.txt.shz", "c.txt.shz"} <= set(listing(tmp_path))
     archives = [tmp_path / f"{n}.txt.shz" for n in "abc"]
     assert_ok(run("-t", "--model", random_model_path, "-q", *archives))

@@ -128,7 +128,7 @@ def test_one_file_failing_does_not_stop_the_others(tmp_path):
     assert listing(tmp_path) == ["f1.shz", "f2.shz"]
     os.mkdir(tmp_path / "f1")  # the output name is a directory: named, not the temporary file
     r = run("-d", "-q", "-f", tmp_path / "f1.shz", tmp_path / "f2.shz")
-    assert r.exit_code == 2 and r.stderr.count("shazip: ") == 1
+    assert r.exit_code == 1 and r.stderr.count("shazip: ") == 1
     assert f"{tmp_path / 'f1'}: is a directory" in r.stderr and ".tmp" not in r.stderr
     assert (tmp_path / "f2").read_bytes() == b"two" * 50
 

@@ -1,0 +1,65 @@
+"""The habits a gzip/xz/zstd user brings (issue 25): names, exit codes, one version, a clean
+progress line."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+
+import shazip
+from shazip.cli import ProgressBar
+
+from test_cli import assert_ok, listing, run
+
+
+def test_an_archive_is_not_compressed_again(tmp_path):
+    """gzip's rule: a file that already has the suffix is left alone with a warning (exit 2),
+    the other files done; -f compresses it anyway."""
+    (tmp_path / "ten.shz").write_bytes(b"x" * 10)
+    (tmp_path / "a.txt").write_bytes(b"a" * 10)
+    r = run("-q", tmp_path / "ten.shz", tmp_path / "a.txt")
+    assert r.exit_code == 2 and "ten.shz: already has the .shz suffix -- unchanged" in r.stderr
+    assert listing(tmp_path) == ["a.txt", "a.txt.shz", "ten.shz"]
+    assert_ok(run("-q", "-f", tmp_path / "ten.shz"))
+    assert (tmp_path / "ten.shz.shz").exists()
+
+
+def test_file_names_that_are_command_names(tmp_path, monkeypatch):
+    """`shazip -- info` compresses a file named info; usage errors name the program, never the
+    hidden command behind the gzip-style use."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "info").write_bytes(b"i" * 10)
+    assert_ok(run("-q", "--", "info"))
+    assert listing(tmp_path) == ["info", "info.shz"]
+    r = run("--bogus")
+    assert r.exit_code == 2 and "files" not in r.output and "Usage: main [OPTIONS] [FILES]..." in r.output
+
+
+def test_one_version_everywhere():
+    """`shazip -V`, the package metadata and the README's status line give one version."""
+    from pathlib import Path
+    assert run("-V").output.strip().endswith(shazip.__version__)
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    major_minor = ".".join(shazip.__version__.split(".")[:2])
+    assert f"Status ({major_minor}," in readme
+
+
+
+def test_the_progress_line_leaves_no_stale_characters(monkeypatch):
+    """A shorter line (an ETA of 0:27 after one of 0:270) is padded over the longer one."""
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    bar = ProgressBar(total=10**9, enabled=True)
+    clock = [bar.t0]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    for done, t in ((10**6, 1.0), (10**8, 2.0)):  # a slow start, then fast: the ETA shrinks
+        clock[0] = bar.t0 + t
+        bar(done)
+    lines = err.getvalue().split("\r")[1:]
+    assert len(lines) == 2 and len(lines[1].rstrip()) < len(lines[0])  # the text got shorter (ETA 0:18, was 16:39)...
+    assert len(lines[1]) == len(lines[0])  # ...and covers the longer line's last characters
