@@ -59,10 +59,15 @@ class Baseline:
     python: str | None
     key: str = ""  # file names in the work folder (defaults to python's)
     version: tuple[str, ...] = ("--version",)  # arguments that make the tool print its version first
+    aliases: tuple[str, ...] = ()  # other names of the same tool, tried in turn (Debian's 7z, 7za)
 
     @property
     def files(self) -> bool:
         return "{out}" in self.compress
+
+    def tool(self) -> str | None:
+        """The path of the first of the tool's names on PATH (None: not installed)."""
+        return next(filter(None, map(shutil.which, (self.compress[0], *self.aliases))), None)
 
 
 BASELINES = [
@@ -77,7 +82,7 @@ BASELINES = [
     Baseline("zpaq", "-m5", ["zpaq", "a", "{out}", "in", "-m5"], ["zpaq", "x", "{out}", "-to", "{dir}"], None,
              "zpaq", ()),
     Baseline("7-Zip PPMd", "o=16 mem=1g", ["7zz", "a", "-bd", "-m0=PPMd:o=16:mem=1g", "{out}", "in"],
-             ["7zz", "e", "-bd", "{out}", "-o{dir}"], None, "ppmd", ()),
+             ["7zz", "e", "-bd", "{out}", "-o{dir}"], None, "ppmd", (), ("7z", "7za")),
 ]
 
 
@@ -179,17 +184,18 @@ def run_baseline(b: Baseline, src: Path, work: Path, n: int) -> Row | None:
     """The baseline's row, or None where neither its tool nor a Python equivalent is here."""
     key = b.key or b.python
     arc, back = work / f"{key}.out", work / f"{key}.back"
-    tool = shutil.which(b.compress[0])
+    tool = b.tool()
+    compress, decompress = ([tool, *cmd[1:]] for cmd in (b.compress, b.decompress))
     if tool and b.files:
         shutil.copyfile(src, work / "in")  # the name archivers store: short, and the same for all
         out_dir = work / f"{key}.d"
         fill = lambda cmd: [a.replace("{out}", str(arc)).replace("{dir}", str(out_dir)) for a in cmd]  # noqa: E731
-        c = _measure(fill(b.compress), cwd=work)
-        d = _measure(fill(b.decompress), cwd=work)
+        c = _measure(fill(compress), cwd=work)
+        d = _measure(fill(decompress), cwd=work)
         back = out_dir / "in"
     elif tool:
-        c = _measure(b.compress, src, arc)
-        d = _measure(b.decompress, arc, back)
+        c = _measure(compress, src, arc)
+        d = _measure(decompress, arc, back)
     elif b.python is not None:
         worker = [sys.executable, "-m", "shazip.bench", "_py", b.python]
         c = _measure(worker + ["c", str(src), str(arc)])
