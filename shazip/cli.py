@@ -467,7 +467,9 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
     def one(file: str) -> None:
         dest = None
         if mode == "list":
-            _list(file, as_json=False)
+            if len(inputs) > 1 and file != inputs[0]:
+                click.echo()
+            _list(file, as_json=False, several=len(inputs) > 1)
         elif mode == "test":
             decompress_file(file, None, force, False, quiet, model, threads, device, test=True)
         elif mode == "decompress":
@@ -622,7 +624,8 @@ def info(file: str, as_json: bool) -> None:
     run_command(lambda: _list(file, as_json))
 
 
-def _list(file: str, as_json: bool) -> None:
+def _list(file: str, as_json: bool, several: bool = False) -> None:
+    """The listing of FILE's archives; `several`: one of several files listed, each under its name."""
     with _input(file) as src:
         try:
             archives = describe(src)
@@ -631,6 +634,8 @@ def _list(file: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(archives[0] if len(archives) == 1 else archives, indent=2))
         return
+    if several:
+        click.echo(f"{shown(file)}:")
     for i, d in enumerate(archives):
         if len(archives) > 1:
             if i:
@@ -646,7 +651,10 @@ def _list_one(d: dict) -> None:
                + (f", {d['threads']} threads" if d["threads"] else "")
                + (f", adaptive stage v{d['adapt_version']} (parameters {d['adapt_params']})" if d["adapt_version"]
                   else ", no adaptive stage"))
-    click.echo(f"model {d['model_name']} id {d['model_id']}")
+    from .modelfile import bundled_names
+    known = bundled_names(bytes.fromhex(d["model_id"]))
+    name = d["model_name"] or (" / ".join(known) + " (bundled)" if known else "(not recorded, not bundled here)")
+    click.echo(f"model {name}, id {d['model_id']}")
     ratio = 8 * d["archive_bytes"] / d["total_len"] if d["total_len"] else 0.0
     click.echo(f"original {d['total_len']} bytes, archive {d['archive_bytes']} bytes ({ratio:.3f} bits/byte)")
     click.echo(f"block size {d['block_size']}, lanes {d['lanes']}, {d['n_blocks']} blocks")

@@ -313,11 +313,17 @@ def find_model(name: str, model_id: bytes) -> LoadedModel:
     """The bundled model whose id is (or, in format 3 archives, starts with) `model_id`, whatever
     it is called now: a model that was `default` when an archive was made stays installed under
     another name when a new default ships. `name` is what the archive recorded, for the message."""
-    matches = [n for n, e in bundled_index().items() if bytes.fromhex(e["sha256"]).startswith(model_id)]
+    matches = bundled_names(model_id)
     if len(matches) != 1:
         raise ModelError(f"this archive needs {model_label(name, model_id)}, which is not installed; "
                          f"pass it with --model PATH")
     return load_model(matches[0])
+
+
+def bundled_names(model_id: bytes) -> list[str]:
+    """The names under which the bundled models whose id is (or starts with) `model_id` are
+    installed: what a user types for the model an archive needs."""
+    return sorted(n for n, e in bundled_index().items() if bytes.fromhex(e["sha256"]).startswith(model_id))
 
 
 def model_label(name: str, model_id: bytes) -> str:
@@ -327,7 +333,7 @@ def model_label(name: str, model_id: bytes) -> str:
 
 def stored_name(loaded: LoadedModel, compact: bool) -> str:
     """The model name an archive records. Format 3 (`compact`, as gzip -n leaves out file names)
-    records none for a bundled model, which its id finds; a user's own model keeps its name, so
-    that an archive needing it can say which."""
-    entry = bundled_index().get(loaded.name)
-    return "" if compact and entry is not None and entry["sha256"] == loaded.id_hex else loaded.name
+    records none for a bundled model, which its id finds (whatever name the model file holds:
+    the bundled `default` calls itself `general`); a user's own model keeps its name, so that an
+    archive needing it can say which."""
+    return "" if compact and any(e["sha256"] == loaded.id_hex for e in bundled_index().values()) else loaded.name

@@ -84,3 +84,16 @@ def test_bench_finds_7zip_under_debians_names(tmp_path, monkeypatch):
     (tmp_path / "w").mkdir()
     row = run_baseline(ppmd, src, tmp_path / "w", os.path.getsize(src))
     assert row is not None and row.round_trip and 0 < row.archive_bytes < 5000
+
+
+def test_listing_several_archives_names_each_and_the_model_as_the_user_knows_it(tmp_path):
+    from shazip.modelfile import bundled_index
+    if "default" not in bundled_index():
+        return  # a checkout without the bundled model
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_bytes(name.encode() * 50)
+    assert_ok(run("-q", tmp_path / "a.txt", tmp_path / "b.txt"))
+    r = run("-l", tmp_path / "a.txt.shz", tmp_path / "b.txt.shz")
+    assert_ok(r)
+    assert f"{tmp_path / 'a.txt.shz'}:" in r.stdout and f"{tmp_path / 'b.txt.shz'}:" in r.stdout
+    assert r.stdout.count("model default") == 2 and "(bundled), id " in r.stdout
