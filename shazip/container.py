@@ -29,7 +29,7 @@ See docs/format.md for the full specification.
 import enum
 import struct
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, BinaryIO, Callable, Iterator
 
 from shazip.errors import (
@@ -80,6 +80,7 @@ _HEADER_HEAD = struct.Struct("<4sBBBB32sB")
 _HEADER_TAIL = struct.Struct("<IH")  # block_size, lanes
 _SHORT_ID_LEN = 8  # format 3: the model id's first bytes
 _SOLO, _NAME, _METHOD_BITS = 1, 2, 12  # format 3 flags: bits 2-3 hold a solo block's method
+_EMPTY = 16  # format 4: the archive holds nothing (no block fields, no blocks, no trailer)
 _VARINT_MAX = 5  # bytes of the longest varint a field may take (payload_len < 2**35)
 # tag, index, method, lanes, orig_len, payload_len, data_crc (bh_crc follows)
 _BLOCK_HEADER = struct.Struct("<BIBHIII")
@@ -142,11 +143,14 @@ class Header:
         if not self.format_version:  # format 4 has no room for a thread count, which float32 needs
             object.__setattr__(self, "format_version", 4 if self.adapt_version or not self.threads else 1)
 
-    def pack(self, solo: "BlockHeader | None" = None) -> bytes:
-        """Serialize (format 3: with the fields of the archive's only block, if `solo`); a field
-        that cannot be represented is a programmer error (ValueError)."""
+    def pack(self, solo: "BlockHeader | None" = None, empty: bool = False) -> bytes:
+        """Serialize (formats 3, 4: with the fields of the archive's only block, if `solo`;
+        format 4: as the whole of an archive of nothing, if `empty`); a field that cannot be
+        represented is a programmer error (ValueError)."""
+        if empty and (self.format_version != 4 or solo is not None):
+            raise ValueError("only format 4 writes an empty archive as its header alone")
         if self.format_version in COMPACT:
-            return self._pack3(solo)
+            return self._pack3(solo, empty)
         if solo is not None:
             raise ValueError(f"format {self.format_version} has no single-block layout")
         _check_range("engine", self.engine, 0, 255)
@@ -173,7 +177,7 @@ class Header:
             tail += bytes([self.adapt_version, len(self.adapt_params)]) + self.adapt_params
         return _with_crc(head + name + tail)
 
-    def _pack3(self, solo: "BlockHeader | None") -> bytes:
+    def _pack3(self, solo: "BlockHeader | None", empty: bool) -> bytes:
         _check_range("engine", self.engine, 0, 15)
         _check_range("engine_version", self.engine_version, 0, 15)
         _check_range("threads", self.threads, 0, 0)
@@ -187,13 +191,15 @@ class Header:
             raise ValueError(f"model_id must be {_MODEL_ID_LEN} (or its first {_SHORT_ID_LEN}) bytes")
         name = self.model_name.encode("utf-8")
         _check_range("model_name length in utf-8 bytes", len(name), 0, 255)
-        flags = (_SOLO | solo.method << 2 if solo is not None else 0) | (_NAME if name else 0)
+        flags = (_SOLO | solo.method << 2 if solo is not None else 0) | (_NAME if name else 0) | (_EMPTY if empty else 0)
         out = MAGIC + bytes([self.format_version, flags, self.engine << 4 | self.engine_version])
         out += self.model_id[:_SHORT_ID_LEN]
         if name:
             out += bytes([len(name)]) + name
         out += bytes([self.adapt_version, len(self.adapt_params)]) + self.adapt_params
-        if solo is None:
+        if empty:
+            pass
+        elif solo is None:
             out += _varint(self.block_size) + _varint(self.lanes)
         else:  # orig_len >= 1: less one, a full default block (2 MiB) still takes 3 bytes
             out += _varint(solo.lanes) + _varint(solo.orig_len - 1) + _varint(solo.payload_len)
@@ -222,10 +228,12 @@ class _NeedMore(Exception):
     """The bytes at hand end inside the header (first_unit: wait for more)."""
 
 
-def _parse_header3(take: Callable[[int], bytes], version: int) -> tuple[Header, "BlockHeader | None", int, int]:
+def _parse_header3(take: Callable[[int], bytes],
+                   version: int) -> tuple[Header, "BlockHeader | None", int, int, bool]:
     """A format 3 or 4 header after its magic and version byte, pulled through `take(n)` (which
     returns exactly n bytes or raises): the header, the solo block's fields if any, the
-    header's length and its crc. The crc is checked before any field is trusted."""
+    header's length, its crc, and whether it is the whole of an empty archive. The crc is
+    checked before any field is trusted."""
     raw = bytearray(MAGIC + bytes([version]))
 
     def get(n: int) -> bytes:
@@ -249,16 +257,19 @@ def _parse_header3(take: Callable[[int], bytes], version: int) -> tuple[Header, 
     name = get(get(1)[0]) if flags & _NAME else b""
     adapt_version, params_len = get(2)
     params = get(params_len)
+    empty = version == 4 and flags == flags & (_EMPTY | _NAME) and bool(flags & _EMPTY)
     if flags & _SOLO:
         method, lanes, orig_len, payload_len = flags >> 2 & 3, varint(), varint() + 1, varint()
         (data_crc,) = _CRC.unpack(get(_CRC.size))
         block_size = orig_len
+    elif empty:
+        block_size, lanes = 1, 1  # nothing is coded: no block fields
     else:
         block_size, lanes = varint(), varint()
     (crc,) = _CRC.unpack(take(_CRC.size))
     if zlib.crc32(raw) != crc:
         raise CorruptArchive("header checksum mismatch")
-    if flags & ~(_SOLO | _NAME | (_METHOD_BITS if flags & _SOLO else 0)):
+    if flags & ~(_SOLO | _NAME | (_METHOD_BITS if flags & _SOLO else 0) | (_EMPTY if empty else 0)):
         raise CorruptArchive(f"header has unknown flags 0x{flags:02x}")
     if not adapt_version and (version == 3 or params):
         raise CorruptArchive(f"format {version} header without an adaptive stage" + (" but with its parameters"
@@ -279,7 +290,7 @@ def _parse_header3(take: Callable[[int], bytes], version: int) -> tuple[Header, 
         if problem:
             raise CorruptArchive(problem)
         solo = BlockHeader(0, Method(method), lanes, orig_len, payload_len, data_crc)
-    return header, solo, len(raw) + _CRC.size, crc
+    return header, solo, len(raw) + _CRC.size, crc, empty
 
 
 @dataclass(frozen=True)
@@ -391,6 +402,12 @@ class ArchiveWriter:
         self._dst.write(data)
         self.bytes_written += len(data)
 
+    def _unstaged(self) -> None:
+        """Format 4, an archive whose only block is stored (raw, zstd) or that has none: no
+        stage codes anything, so the header records none (a small file pays 8 bytes less)."""
+        if self._chained:
+            self.header = replace(self.header, adapt_version=0, adapt_params=b"")
+
     def _record(self, packed: bytes) -> None:
         """Writes a header, block header or trailer; in format 4 its crc seeds the next one's."""
         self._write(packed)
@@ -431,6 +448,8 @@ class ArchiveWriter:
         if self._held is not None:
             bh, payload = self._held
             self._held = None
+            if solo and bh.method in (Method.RAW, Method.ZSTD):
+                self._unstaged()
             self._record(self.header.pack(solo=bh if solo else None))
             if not solo:
                 self._record(bh.pack(self._chain))
@@ -445,6 +464,10 @@ class ArchiveWriter:
         trailer = Trailer(n_blocks=self._n_blocks, total_len=self._total_len)
         if self._compact and self._n_blocks == 1:
             self._release(solo=True)
+            return trailer
+        if self._compact and self._n_blocks == 0 and self._chained:
+            self._unstaged()
+            self._record(self.header.pack(empty=True))
             return trailer
         if self._compact and self._n_blocks == 0:
             self._record(self.header.pack())
@@ -470,12 +493,12 @@ def _scan(prefix: bytes) -> tuple[int, int | None] | None:
     if prefix[4] in COMPACT:
         pos = [len(MAGIC) + 1]
         try:
-            _, solo, n, _ = _parse_header3(lambda k: _take(prefix, pos, k), prefix[4])
+            _, solo, n, _, empty = _parse_header3(lambda k: _take(prefix, pos, k), prefix[4])
         except _NeedMore:
             return None
         except CorruptArchive:
             return pos[0], 0
-        return n, solo.payload_len if solo else None
+        return n, solo.payload_len if solo else (0 if empty else None)
     if len(prefix) < _HEADER_HEAD.size:
         return None
     n = _HEADER_HEAD.size + prefix[_HEADER_HEAD.size - 1] + _HEADER_TAIL.size
@@ -558,6 +581,7 @@ class ArchiveReader:
         self._src, self._lead, self._more = src, lead, more
         self._iterated = False
         self._solo: BlockHeader | None = None  # formats 3, 4: the one block, framed in the header
+        self._empty = False  # format 4: the header is the whole archive
         self._chain = 0  # the crc the next record's starts from (format 4; formats 1-3: always 0)
         self.header = self._read_header()
 
@@ -606,7 +630,8 @@ class ArchiveReader:
                 f"(this shazip reads versions {', '.join(map(str, FORMAT_VERSIONS))})"
             )
         if version in COMPACT:
-            header, self._solo, _, crc = _parse_header3(lambda n: self._read(n, "reading header"), version)
+            header, self._solo, _, crc, self._empty = _parse_header3(lambda n: self._read(n, "reading header"),
+                                                                     version)
             self._chain = crc if chained(version) else 0
             return header
         head = magic + bytes([version]) + self._read(_HEADER_HEAD.size - 5, "reading header")
@@ -686,6 +711,10 @@ class ArchiveReader:
             self._end()
             self.trailer = Trailer(n_blocks=1, total_len=self._solo.orig_len)
             return
+        if self._empty:
+            self._end()
+            self.trailer = Trailer(n_blocks=0, total_len=0)
+            return
         i = 0
         total_len = 0
         while True:
@@ -720,6 +749,8 @@ def recorded_size(src: BinaryIO, start: int, end: int) -> int | None:
     solo = reader._solo
     if solo is not None:
         return solo.orig_len if reader.bytes_read + solo.payload_len == end - start else None
+    if reader._empty:
+        return 0 if reader.bytes_read == end - start else None
     if end - start - reader.bytes_read < TRAILER_BYTES:
         return None
     src.seek(end - TRAILER_BYTES)

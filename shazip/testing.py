@@ -75,7 +75,7 @@ class Layout:
     def of(blob: bytes) -> "Layout":
         reader = ArchiveReader(io.BytesIO(blob))
         header_end = reader.bytes_read - 4
-        if blob[4] in COMPACT and blob[5] & 1:
+        if blob[4] in COMPACT and blob[5] & 17:  # SOLO, or (format 4) EMPTY: no block records
             return Layout(header_end, [], None, None)
         pos, blocks = header_end + 4, []
         while blob[pos] == 0xB1:

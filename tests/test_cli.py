@@ -137,9 +137,10 @@ def test_round_trip_random_binary_does_not_expand(tmp_path, random_model_path):
     data = random.Random(1).randbytes(20_000)
     arc = cli_round_trip(tmp_path, data, random_model_path)
     # incompressible: stored raw, so the archive is the input plus framing only (docs/format.md,
-    # format 3 of one block): magic, version, flags, engine 7 + model id 8 + name 1 + len("tiny-random")
-    # + the adaptive stage's 2 + 8 + lanes 1, orig_len 3, payload_len 3 + data crc 4 + header crc 4
-    overhead = 7 + 8 + 1 + len("tiny-random") + 10 + 7 + 8
+    # format 4 of one block): magic, version, flags, engine 7 + model id 8 + name 1 + len("tiny-random")
+    # + no adaptive stage (a stored block needs none) 2 + lanes 1, orig_len 3, payload_len 3 + data
+    # crc 4 + header crc 4
+    overhead = 7 + 8 + 1 + len("tiny-random") + 2 + 7 + 8
     assert arc.stat().st_size == len(data) + overhead
     assert json.loads(run("info", arc, "--json").stdout)["blocks"][0]["method"] == "raw"
 

@@ -463,7 +463,8 @@ def test_format_3_several_blocks_and_none():
         reader, got = read_all(build(blocks[:n], h))
         assert [(bh.method, bh.lanes, p) for bh, p in got] == [(m, k, p) for m, k, _, p in blocks[:n]]
         assert reader.trailer == Trailer(n, sum(len(b[2]) for b in blocks[:n]))
-        assert reader.header.block_size == (h.block_size if n != 1 else 8)
+        assert reader.header.block_size == (h.block_size if n > 1 or (n == 0 and h is V3) else 8 if n else 1)
+        assert reader.header.adapt_version == (0 if h is V4 and n == 0 else 1)  # nothing coded: no stage
 
 
 def test_format_4_chains_its_records_to_the_archive_and_its_content():

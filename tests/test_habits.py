@@ -97,3 +97,17 @@ def test_listing_several_archives_names_each_and_the_model_as_the_user_knows_it(
     assert_ok(r)
     assert f"{tmp_path / 'a.txt.shz'}:" in r.stdout and f"{tmp_path / 'b.txt.shz'}:" in r.stdout
     assert r.stdout.count("model default") == 2 and "(bundled), id " in r.stdout
+
+
+def test_an_empty_file_costs_little(tmp_path):
+    """Format 4 writes an empty input as its header alone (no block fields, no trailer, no stage
+    parameters): 21 bytes with the bundled model (gzip 20, xz 32); it decodes to nothing and
+    concatenates like any archive."""
+    from shazip.modelfile import bundled_index
+    if "default" not in bundled_index():
+        return
+    empty = shazip.compress(b"")
+    assert len(empty) == 21 and shazip.decompress(empty) == b""
+    assert shazip.decompress(empty + shazip.compress(b"x") + empty) == b"x"
+    d = shazip.ShazipDecompressor()
+    assert d.decompress(empty + b"SHZ") == b"" and d.eof and d.unused_data == b"SHZ"
