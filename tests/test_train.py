@@ -261,9 +261,12 @@ def test_sigint_stops_cleanly_then_resumes(tmp_path):
     assert 0 < record["step"] < 10**6 and record["final"]
     assert signal.getsignal(signal.SIGINT) is default
     assert checkpoint(out)["step"] == record["step"]
-    assert (out / "int.safetensors").is_file()
+    first = (out / "int.safetensors").read_bytes()
     again = train(targs(out, steps=record["step"] + 2, resume=True))
     assert again["step"] == record["step"] + 2
+    # the earlier export, which archives may need, is kept under its id; the new one took the name
+    kept = out / f"int-{record['model_id'][:12]}.safetensors"
+    assert kept.read_bytes() == first and (out / "int.safetensors").read_bytes() != first
 
 
 # ---------------------------------------------------------------- resume is exact

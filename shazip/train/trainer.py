@@ -19,6 +19,7 @@ metrics, after gathering every rank's carried state so that resume stays exact.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -151,6 +152,19 @@ class Stop:
 
 
 # ----------------------------------------------------------------------------- training
+
+def _keep_earlier_export(path: Path) -> Path | None:
+    """An export about to be written over (a resumed or longer run) stays, as NAME-ID.safetensors
+    (its own id's first 12 hex digits): archives made with it name its id and decode only with
+    it. Linked, not copied; returns where it is kept (None: there was none)."""
+    if not path.exists():
+        return None
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    kept = path.with_name(f"{path.stem}-{digest[:12]}{path.suffix}")
+    if not kept.exists():
+        os.link(path, kept)
+    return kept
+
 
 def train(args: TrainArgs) -> dict:
     """Runs (or resumes) a training run; returns the final metrics record. In-process callers get
@@ -340,9 +354,14 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
                 "valid_bpc": final["valid_bpc"], "config_name": args.config,
                 "qat_steps": args.qat_steps if model.qat else 0,
                 "cooldown_steps": args.cooldown if args.steps is not None and step >= args.steps else 0}
+        kept = _keep_earlier_export(out / f"{name}.safetensors")
         digest = save_model(export, out / f"{name}.safetensors", name, info, int8=args.int8)
+        if kept is not None and kept.name.endswith(f"-{digest[:12]}.safetensors"):
+            kept.unlink()  # the same weights again: nothing earlier to keep
+            kept = None
         final["model_id"] = digest
-        print(f"exported {out / f'{name}.safetensors'} sha256 {digest}", file=sys.stderr)
+        print(f"exported {out / f'{name}.safetensors'} sha256 {digest}" +
+              (f"; the earlier export, which archives may need, is kept as {kept}" if kept else ""), file=sys.stderr)
         print(digest)
         record = final
     if ddp:  # ranks tear gloo down together: one leaving while rank 0 exports has aborted at exit
