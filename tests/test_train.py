@@ -240,7 +240,7 @@ def test_train_restores_signal_handlers_and_threads(tmp_path):
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
-def test_sigint_stops_cleanly_then_resumes(tmp_path):
+def test_sigint_stops_cleanly_then_resumes(tmp_path, capfd):
     """Ctrl-C during the loop: the step finishes, a checkpoint and a model are written; the run
     resumes from there. The signal is sent only once train() has installed its handler."""
     out = tmp_path / "int"
@@ -267,6 +267,8 @@ def test_sigint_stops_cleanly_then_resumes(tmp_path):
     # the earlier export, which archives may need, is kept under its id; the new one took the name
     kept = out / f"int-{record['model_id'][:12]}.safetensors"
     assert kept.read_bytes() == first and (out / "int.safetensors").read_bytes() != first
+    err = capfd.readouterr().err  # however short the run, the console gets the held-out figure
+    assert f"held-out {again['valid_bpc']:.4f} bits/byte after {again['step']} steps" in err
 
 
 # ---------------------------------------------------------------- resume is exact

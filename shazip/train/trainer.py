@@ -360,6 +360,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
             kept.unlink()  # the same weights again: nothing earlier to keep
             kept = None
         final["model_id"] = digest
+        print(f"held-out {final['valid_bpc']:.4f} bits/byte after {step} steps "
+              f"({bytes_seen / 1e6:.1f} MB seen)", file=sys.stderr)
         print(f"exported {out / f'{name}.safetensors'} sha256 {digest}" +
               (f"; the earlier export, which archives may need, is kept as {kept}" if kept else ""), file=sys.stderr)
         print(digest)
