@@ -326,12 +326,13 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
     key = (h.engine, h.engine_version, h.threads, h.model_id, h.model_name)
     get_engine = engines.setdefault(key, _engine(kind, loaded, h.threads if kind is FloatEngine else threads, device))
     get_stage = _Once(stage) if h.adapt_version else None
+    overrun = OVERRUN if chained(h.format_version) else -1
     for bh, payload in reader.blocks():
         from .codec import decode_block  # numpy: imported by the first block, not by an empty archive
         with _threads(kind, h.threads):
             try:
                 block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage,
-                                     OVERRUN if chained(h.format_version) else -1)
+                                     overrun)
             except CorruptArchive as e:
                 raise CorruptArchive(f"block {bh.index}: {e}") from None
         verify_block(bh, block)

@@ -150,7 +150,7 @@ def model_encode(engine: Engine, data: bytes, lanes: int, progress=None, stats: 
 def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=None, overrun: int = -1) -> bytes:
     if isinstance(engine, IntEngine):
         return _native(engine, n, lanes, None, progress, payload=payload, overrun=overrun).result()
-    dec = core.load().CategoricalDecoder(payload, overrun // 4 if overrun >= 0 else -1)  # in 32-bit words
+    dec = core.load().CategoricalDecoder(payload, overrun)
 
     def code(rows: np.ndarray, _) -> np.ndarray:
         try:

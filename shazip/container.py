@@ -257,7 +257,7 @@ def _parse_header3(take: Callable[[int], bytes],
     name = get(get(1)[0]) if flags & _NAME else b""
     adapt_version, params_len = get(2)
     params = get(params_len)
-    empty = version == 4 and flags == flags & (_EMPTY | _NAME) and bool(flags & _EMPTY)
+    empty = version == 4 and flags & ~_NAME == _EMPTY
     if flags & _SOLO:
         method, lanes, orig_len, payload_len = flags >> 2 & 3, varint(), varint() + 1, varint()
         (data_crc,) = _CRC.unpack(get(_CRC.size))
@@ -465,7 +465,7 @@ class ArchiveWriter:
         if self._compact and self._n_blocks == 1:
             self._release(solo=True)
             return trailer
-        if self._compact and self._n_blocks == 0 and self._chained:
+        if self._n_blocks == 0 and self._chained:
             self._unstaged()
             self._record(self.header.pack(empty=True))
             return trailer

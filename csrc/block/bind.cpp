@@ -26,7 +26,7 @@ void bind_block(py::module_& m) {
              } else if (stage) {
                coder = std::make_unique<block::StageDecode>(stage, lanes, span, std::string(*payload), overrun);
              } else {
-               coder = std::make_unique<block::CategoricalDecode>(std::string(*payload), overrun < 0 ? -1 : overrun / 4);
+               coder = std::make_unique<block::CategoricalDecode>(std::string(*payload), overrun);
              }
              return std::make_unique<block::Job>(model, pool, std::move(coder), n, lanes,
                                                  data ? reinterpret_cast<const u8*>(bytes.data()) : nullptr, measure);

@@ -63,8 +63,8 @@ class CategoricalEncode : public SymbolCoder {
 
 class CategoricalDecode : public SymbolCoder {
  public:
-  CategoricalDecode(const std::string& payload, i64 max_overrun_words)
-      : payload_(payload), dec_(reinterpret_cast<const u8*>(payload_.data()), payload_.size(), max_overrun_words) {}
+  CategoricalDecode(const std::string& payload, i64 max_overrun)
+      : payload_(payload), dec_(reinterpret_cast<const u8*>(payload_.data()), payload_.size(), max_overrun) {}
   void code(const i64* freq, u8* sym, i64 k) override {
     double p[256];
     for (i64 b = 0; b < k; ++b) {

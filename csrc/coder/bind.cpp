@@ -113,7 +113,7 @@ void bind_categorical(py::module_& m) {
            }),
            py::arg("payload"), py::arg("overrun") = -1,
            "payload: the compressed bytes (a length not a multiple of 4 raises DataError); overrun: the most "
-           "zero words it may read past them (-1: any).")
+           "bytes it may read past them (-1: any).")
       .def(
           "decode",
           [](PyDecoder& self, const py::array& probs) {

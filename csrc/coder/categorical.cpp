@@ -266,7 +266,8 @@ std::string CategoricalEncoder::finish() {
 // ---------------------------------------------------------------------------------------------
 // Decoder
 
-CategoricalDecoder::CategoricalDecoder(const u8* data, size_t n, i64 max_overrun) : max_overrun_(max_overrun) {
+CategoricalDecoder::CategoricalDecoder(const u8* data, size_t n, i64 max_overrun)
+    : max_overrun_(max_overrun < 0 ? -1 : max_overrun / 4) {  // counted in words
   if (n % 4 != 0) throw DataError("categorical payload is not a whole number of 32-bit words");
   data_.assign(data, data + n);
   words_ = n / 4;

@@ -72,8 +72,9 @@ class CategoricalEncoder {
 class CategoricalDecoder {
  public:
   // Copies the payload. Its length must be a multiple of 4 (it is u32 words), else DataError.
-  // max_overrun: the most zero words it may read past the payload's end (-1: any number, as
-  // constriction and formats 1-3 allow); one more is a DataError (format 4 bounds a block's work).
+  // max_overrun: the most bytes it may read past the payload's end, as zero words (-1: any
+  // number, as constriction and formats 1-3 allow); more is a DataError (format 4 bounds a
+  // block's work).
   CategoricalDecoder(const u8* data, size_t n, i64 max_overrun = -1);
 
   // Decodes one symbol under the 256-entry row `probs`. Throws ArgumentError on a bad row and
