@@ -1,47 +1,69 @@
 """Ablation of the adaptive stage (shazip/adaptive.py) on the int8 engine's rows of real files.
 
-Each input is a file, whose rows the int8 engine computes first (--model, --lanes, --limit;
-outside the timings), or an .npz of rows dumped before: freq uint32 [steps, lanes, 256],
-data uint8 [n], lanes, n (lane i is data[i*span:(i+1)*span], span = ceil(n / lanes); freq[t, i]
-is lane i's row for its byte t). For each file it prints bits/byte of: the NN rows alone (their
-ideal code length), the stage without the NN input (context models only), NN + context models
-without APMs, and the full stage, whose real payload size is printed beside its ideal code
-length (the coder's overhead); then the stage's time per byte (encoder, and decoder with a
-round-trip check). Timings include the per-step Python call; other processes on the machine
-make them noisy, so compare ratios within one run.
+The stage is cheap (a few µs/byte) beside the model, so the model's rows of each file are
+computed once by the native int8 engine (outside the timings; --model, --lanes: default the
+lanes `shazip` itself would use, at most 32 of at least 2 KB) and kept in --rows DIR as
+NAME.LANES.MODELID.npz (freq uint32 [steps, lanes, 256], data uint8 [n], lanes). Then every
+configuration codes every file as one block, and the table gives bits/byte of the real payload:
 
-    python benchmarks/adaptive_ablation.py ../shared/data/enwik6 runs/suite/py_click_core.py --lanes 32
-    python benchmarks/adaptive_ablation.py rows.npz --set mixer_lr=8 --set orders=1,2,3
+    NN only    the rows' own ideal code length (no stage)
+    full       the stage as configured (--set overrides AdaptiveParams of every configuration)
+    -X / +X    the full stage with one model set off / on (--off X, --on X: AdaptiveParams
+               fields, repeatable; `--vary name=value` adds an arbitrary variant)
+
+plus each configuration's total per kind of file (the suite's MANIFEST.tsv kinds when the files
+are the suite's) and its encoder time per byte (the per-step Python call included; other
+processes on the machine make it noisy, so compare within one run). With --check the full
+configuration is also decoded and compared.
+
+    python benchmarks/adaptive_ablation.py runs/suite/* --off word --off column --on records
+    python benchmarks/adaptive_ablation.py runs/suite/log_* --vary mixer_lr=8 --check
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
+import re
 import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
+from shazip import core
 from shazip.adaptive import AdaptiveParams, AdaptiveStage
-from shazip.engines import TwinEngine
+from shazip.codec import MIN_LANE, effective_lanes
 from shazip.modelfile import load_model
+from shazip.options import DEFAULT_LANES
 
-def load_rows(path: Path, model: str, lanes: int, limit: int | None) -> tuple[torch.Tensor, np.ndarray, int]:
-    if path.suffix == ".npz":
-        z = np.load(path)
-        return torch.from_numpy(z["freq"].astype(np.int64)), z["data"], int(z["lanes"])
-    data = np.frombuffer(path.read_bytes()[:limit], dtype=np.uint8)
-    sym, active, span = lane_grid(data, lanes)
-    engine = TwinEngine(load_model(model), "cpu")
-    state, prev = engine.start(lanes), np.zeros(lanes, dtype=np.int64)
-    freq = torch.empty(span, lanes, 256, dtype=torch.int32)  # every entry is below 2**31
+MANIFEST = Path(__file__).resolve().parent / "suite" / "MANIFEST.tsv"
+
+
+def rows_for(path: Path, model: str, lanes: int, cache: Path) -> tuple[np.ndarray, np.ndarray, int]:
+    """(freq uint32 [span, lanes, 256], data, lanes) for a file, from the cache or computed."""
+    data = np.frombuffer(path.read_bytes(), dtype=np.uint8)
+    loaded = load_model(model)
+    k = lanes or effective_lanes(len(data), DEFAULT_LANES, MIN_LANE)
+    dump = cache / f"{path.name}.{k}.{loaded.model_id.hex()[:12]}.npz"
+    if dump.exists():
+        z = np.load(dump)
+        if np.array_equal(z["data"], data):
+            return z["freq"], data, k
+    sym, _, span = lane_grid(data, k)
+    net = core.model(loaded.int_weights())
+    pool = core.load().ThreadPool(1)
+    state = net.state(k)
+    freq = np.empty((span, k, 256), dtype=np.uint32)  # every entry is at most 2**30
+    prev = np.zeros(k, dtype=np.uint8)
     for t in range(span):
-        state, f = engine.step(state, prev)
-        freq[t] = torch.from_numpy(f.astype(np.int32))
-        prev = sym[t].copy()
-    return freq, data, lanes
+        freq[t] = net.step(state, prev, pool)
+        prev = sym[t].astype(np.uint8)
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = dump.with_suffix(".tmp.npz")
+    np.savez(tmp, freq=freq, data=data, lanes=k)
+    tmp.replace(dump)
+    return freq, data, k
 
 
 def lane_grid(data: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -55,37 +77,28 @@ def lane_grid(data: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray, int
     return np.ascontiguousarray(flat.reshape(lanes, span).T), active, span
 
 
-def model_bits(freq: torch.Tensor, sym: np.ndarray, active: np.ndarray) -> float:
-    f = freq[: len(sym)].numpy().astype(np.int64)
+def model_bits(freq: np.ndarray, sym: np.ndarray, active: np.ndarray) -> float:
+    f = freq[: len(sym)].astype(np.int64)
     mask = np.arange(f.shape[1])[None, :] < active[:, None]
     chosen = np.take_along_axis(f, sym[:, :, None], axis=2)[:, :, 0].astype(np.float64)
     total = f.sum(axis=2, dtype=np.float64)
     return float(-(np.log2(chosen / total) * mask).sum())
 
 
-def encode(params: AdaptiveParams, freq: torch.Tensor, sym: np.ndarray, active: np.ndarray,
-           span: int) -> tuple[float, bytes, float]:
-    """(ideal bits, payload, seconds)."""
+def encode(params: AdaptiveParams, steps: list, lanes: int, span: int) -> tuple[bytes, float]:
+    """(payload, seconds)."""
     stage = AdaptiveStage(params)
-    symbols = torch.from_numpy(sym)
-    steps = [(freq[t, :k].long(), symbols[t, :k]) for t, k in enumerate(active)]  # outside the timing
     t0 = time.process_time()
-    enc = stage.encoder(sym.shape[1], span, measure=True)
+    enc = stage.encoder(lanes, span)
     for f, s in steps:
         enc.code(f, s)
     payload = enc.finish()
-    return enc.bits, payload, time.process_time() - t0
+    return payload, time.process_time() - t0
 
 
-def decode(params: AdaptiveParams, freq: torch.Tensor, sym: np.ndarray, active: np.ndarray, span: int,
-           payload: bytes) -> tuple[bool, float]:
-    stage = AdaptiveStage(params)
-    rows = [freq[t, :k].long() for t, k in enumerate(active)]
-    t0 = time.process_time()
-    dec = stage.decoder(sym.shape[1], span, payload)
-    out = [dec.code(f) for f in rows]
-    secs = time.process_time() - t0
-    return all(np.array_equal(o.numpy(), sym[t, :len(o)]) for t, o in enumerate(out)), secs
+def decodes(params: AdaptiveParams, steps: list, lanes: int, span: int, payload: bytes) -> bool:
+    dec = AdaptiveStage(params).decoder(lanes, span, payload)
+    return all(np.array_equal(dec.code(f), s) for f, s in steps)
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -104,37 +117,71 @@ def parse_overrides(items: list[str]) -> dict:
     return out
 
 
+GROUPS = ((r"\blog\b", "log"), ("source", "code"), ("JavaScript", "code"), ("JSON", "data"), ("CSV", "data"),
+          ("YAML", "data"), ("XML", "data"), ("prose", "prose"), ("poetry", "prose"), ("play", "prose"),
+          ("writing", "prose"))
+
+
+def kinds() -> dict[str, str]:
+    """Suite file name -> its group: log, code, data (JSON, CSV, YAML, XML: with logs and code,
+    the structured text issue 23's targets name), prose, or other (HTML, Markdown, CRLF text)."""
+    out = {}
+    with MANIFEST.open(newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            out[row["name"]] = next((g for word, g in GROUPS if re.search(word, row["kind"])), "other")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="+", help="files (rows computed by the int8 engine) or .npz rows")
+    ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--model", default="default")
-    ap.add_argument("--lanes", type=int, default=32)
-    ap.add_argument("--limit", type=int, default=None, help="only the first N bytes of each file")
-    ap.add_argument("--set", action="append", default=[], help="override an AdaptiveParams field: name=value")
-    ap.add_argument("--no-decode", action="store_true", help="skip the decoding check")
+    ap.add_argument("--lanes", type=int, default=0, help="lanes per file (0: what shazip would use)")
+    ap.add_argument("--rows", type=Path, default=Path("runs/rows"), help="where the model's rows are kept")
+    ap.add_argument("--set", action="append", default=[], help="AdaptiveParams override for all: name=value")
+    ap.add_argument("--off", action="append", default=[], help="a variant without this model (a bool field)")
+    ap.add_argument("--on", action="append", default=[], help="a variant with this model (a bool field)")
+    ap.add_argument("--vary", action="append", default=[], help="a variant with name=value[,name=value...]")
+    ap.add_argument("--check", action="store_true", help="decode the full configuration and compare")
     args = ap.parse_args()
-    torch.set_num_threads(1)
-    files = [Path(f) for f in args.files]
     base = dataclasses.replace(AdaptiveParams(), **parse_overrides(args.set))
-    print(f"params: {base.to_dict()}")
-    configs = [("CM only (no NN input)", dataclasses.replace(base, nn=False)),
-               ("NN + CM, no APM", dataclasses.replace(base, apm=False)),
-               ("NN + CM + APM (full)", base)]
-    header = f"{'file':<26} {'config':<24} {'bits/byte':>9} {'payload b/B':>11} {'us/byte':>8}"
-    print(header)
-    print("-" * len(header))
-    for path in files:
-        freq, data, lanes = load_rows(path, args.model, args.lanes, args.limit)
+    configs = [("full", base)]
+    configs += [(f"-{m}", dataclasses.replace(base, **{m: False})) for m in args.off]
+    configs += [(f"+{m}", dataclasses.replace(base, **{m: True})) for m in args.on]
+    configs += [(v, dataclasses.replace(base, **parse_overrides(v.split(",")))) for v in args.vary]
+    print(f"full: {base.to_dict()}")
+    kind_of = kinds()
+    names = ["NN only"] + [c for c, _ in configs]
+    print(f"{'file':<28} {'bytes':>8} " + " ".join(f"{c[:11]:>11}" for c in names))
+    totals: dict[str, np.ndarray] = {}
+    secs: dict[str, np.ndarray] = {}  # per kind and configuration
+    for path in args.files:
+        freq, data, lanes = rows_for(path, args.model, args.lanes, args.rows)
         sym, active, span = lane_grid(data, lanes)
+        steps = [(freq[t, :k].astype(np.int64), sym[t, :k]) for t, k in enumerate(active)]
         n = len(data)
-        print(f"{path.name:<26} {'NN only (ideal)':<24} {model_bits(freq, sym, active) / n:9.4f}")
-        for name, params in configs:
-            bits, payload, secs = encode(params, freq, sym, active, span)
-            print(f"{'':<26} {name:<24} {bits / n:9.4f} {8 * len(payload) / n:11.4f} {1e6 * secs / n:8.3f}")
-        if not args.no_decode:
-            ok, secs = decode(base, freq, sym, active, span, payload)
-            print(f"{'':<26} {'decode (full)':<24} {'ok' if ok else 'MISMATCH':>9} {'':>11} {1e6 * secs / n:8.3f}")
-            print(f"{'':<26} {'coder overhead':<24} {100 * (8 * len(payload) / bits - 1):8.4f}%")
+        bits, times = [model_bits(freq, sym, active)], []
+        for i, (_, params) in enumerate(configs):
+            payload, s = encode(params.fitted(n), steps, lanes, span)
+            bits.append(8.0 * len(payload))
+            times.append(s)
+            if args.check and i == 0 and not decodes(params.fitted(n), steps, lanes, span, payload):
+                raise SystemExit(f"{path}: the full configuration does not decode")
+        kind = kind_of.get(path.name, "other")
+        for key in (kind, "all"):
+            totals.setdefault(key, np.zeros(len(names) + 1))
+            totals[key] += np.array([n] + bits)
+            secs.setdefault(key, np.zeros(len(configs)))
+            secs[key] += times
+        print(f"{path.name:<28} {n:>8} " + " ".join(f"{b / n:11.4f}" for b in bits), flush=True)
+    print()
+    order = sorted(totals, key=lambda k: (k == "all", k))
+    for key in order:
+        t = totals[key]
+        print(f"{'total ' + key:<28} {int(t[0]):>8} " + " ".join(f"{b / t[0]:11.4f}" for b in t[1:]))
+    print("\nthe stage's encoder, µs/byte")
+    for key in order:
+        print(f"{key:<37} {'':>11} " + " ".join(f"{1e6 * s / totals[key][0]:11.2f}" for s in secs[key]))
 
 
 if __name__ == "__main__":
