@@ -1,10 +1,11 @@
 """The adaptive context-mixing stage: NN bit probabilities refined online, then arithmetic coded.
 
-Each byte is coded as 8 binary decisions (most significant bit first). For each decision two
+Each byte is coded as 8 binary decisions (most significant bit first). For each decision
 logistic mixers combine the neural model's probability of the bit (exact subtree sums of its
 integer frequencies) with hashed context models (orders 1-8 of each lane's own bytes, words,
-columns of lines) and a match model over the history of every lane and earlier block; two APM stages
-refine the result, and a binary arithmetic coder codes the bit. The stage and coder are
+columns of lines; since version 2 also the fields of records, brackets, byte shapes and the
+lane's own statistics) and match models over the history of every lane and earlier block; two
+APM stages refine the result, and a binary arithmetic coder codes the bit. The stage and coder are
 integer-only C++ in the native core (csrc/stage, whose stage.h opens with the numerics
 contract); this module supplies its one transcendental table (squash, computed here with
 `decimal` so that it is identical everywhere, and cached) and wraps it.
@@ -48,6 +49,18 @@ class AdaptiveParams:
         before. column: the byte above in the previous line, the column and the last byte.
     sparse: the two bytes before the last one.
     nn, match, apm: the NN's inputs, the match model, the APM stages.
+    Version 2's models (EXTRA_FLAGS; all off is version 1's stage):
+    fields: the byte at the same offset of the same field in the line above (fields split at
+        punctuation and spaces), with the field number.
+    brackets: the innermost open brackets, their depth and whether inside a "string".
+    layered: two more weight sets, chosen by the last byte and by how many context models know
+        the current context, and a learned final mixer of the four in place of the average of two.
+    shape: the classes of the last 6 bytes (digit, lower or upper case letter, each punctuation
+        mark its own) with the field number: numbers and identifiers in records.
+    local_match, local_ctx: a second match model that finds the latest occurrence in the lane
+        itself, and orders 3 and 6 of the lane's own statistics: lanes interleave the input,
+        which dilutes the recency that shared tables and the shared match model rely on.
+    warm: each mixer weight set learns up to 4x faster while it has seen few updates.
     """
 
     table_bits: int = 22
@@ -62,6 +75,13 @@ class AdaptiveParams:
     nn: bool = True
     match: bool = True
     apm: bool = True
+    fields: bool = True
+    brackets: bool = True
+    layered: bool = True
+    shape: bool = True
+    local_match: bool = True
+    local_ctx: bool = True
+    warm: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -79,39 +99,57 @@ class AdaptiveParams:
         d["orders"] = list(self.orders)
         return d
 
+    def version1(self) -> AdaptiveParams:
+        """These parameters without version 2's models: the stage shazip 0.5 wrote."""
+        return replace(self, **dict.fromkeys(EXTRA_FLAGS, False))
+
+    @property
+    def version(self) -> int:
+        """The stage version these parameters need: 1 without any of version 2's models."""
+        return 2 if self.extras else 1
+
+    @property
+    def extras(self) -> int:
+        """Version 2's models as the core's bit mask (bit i: EXTRA_FLAGS[i])."""
+        return sum(int(getattr(self, name)) << i for i, name in enumerate(EXTRA_FLAGS))
+
     def pack(self) -> bytes:
-        """The 8 bytes an archive's header records (docs/format.md)."""
+        """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2."""
         orders = sum(1 << (o - 1) for o in self.orders)
-        models = sum(int(on) << i for i, on in enumerate(self._models()))
-        return struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
+        models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
+        blob = struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
                            self.mixer_lr, orders, models)
+        return blob + bytes([self.extras]) if self.version >= 2 else blob
 
     @staticmethod
-    def unpack(blob: bytes) -> AdaptiveParams:
-        """Parameters read from an archive, each checked against the bounds the encoder keeps
-        (ARCHIVE_LIMITS): a damaged header must not make the decoder allocate gigabytes."""
-        if len(blob) != PARAMS_BYTES:
-            raise CorruptArchive(f"adaptive stage parameters of {len(blob)} bytes (expected {PARAMS_BYTES})")
-        tb, hb, mb, mm, lr, orders, models = struct.unpack("<BBBBHBB", blob)
-        flags = [bool(models >> i & 1) for i in range(len(MODEL_FLAGS))]
-        if models >> len(MODEL_FLAGS) or not orders:
+    def unpack(blob: bytes, version: int) -> AdaptiveParams:
+        """Parameters of stage `version` read from an archive, each checked against the bounds
+        the encoder keeps (ARCHIVE_LIMITS): a damaged header must not make the decoder allocate
+        gigabytes."""
+        size = PARAMS_BYTES[version]
+        if len(blob) != size:
+            raise CorruptArchive(f"adaptive stage parameters of {len(blob)} bytes (expected {size})")
+        tb, hb, mb, mm, lr, orders, models = struct.unpack("<BBBBHBB", blob[:8])
+        extras = blob[8] if version >= 2 else 0
+        if models >> len(MODEL_FLAGS) or extras >> len(EXTRA_FLAGS) or not orders or (version >= 2 and not extras):
             raise CorruptArchive("adaptive stage parameters are damaged (unknown models or no context order)")
-        p = AdaptiveParams(tb, hb, mb, mm, lr, tuple(o for o in range(1, 9) if orders >> (o - 1) & 1),
-                           **dict(zip(MODEL_FLAGS, flags)))
+        flags = {name: bool(models >> i & 1) for i, name in enumerate(MODEL_FLAGS)}
+        flags.update({name: bool(extras >> i & 1) for i, name in enumerate(EXTRA_FLAGS)})
+        p = AdaptiveParams(tb, hb, mb, mm, lr, tuple(o for o in range(1, 9) if orders >> (o - 1) & 1), **flags)
         for name, (lo, hi) in ARCHIVE_LIMITS.items():
             if not lo <= getattr(p, name) <= hi:
                 raise CorruptArchive(f"adaptive stage parameter {name} = {getattr(p, name)} is outside {lo}..{hi}")
         return p
 
-    def _models(self) -> list[bool]:
-        return [getattr(self, name) for name in MODEL_FLAGS]
 
-
-VERSION = 1  # the arithmetic of csrc/stage; any change to it bumps this (archives record it)
-PARAMS_BYTES = 8
+VERSION = 2  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
+VERSIONS = (1, 2)  # what this shazip decodes: version 1 is version 2 with no EXTRA_FLAGS model
+PARAMS_BYTES = {1: 8, 2: 9}
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
-# What archives may ask for: at most 7 hashed tables of 2**24 bytes, a 2**26-byte history and
-# 2**24 match entries (about 0.5 GB), whatever a damaged or hostile header says.
+EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm")  # version 2: bit i of the `extras` byte
+# What archives may ask for: at most 16 hashed tables of 2**24 bytes (7 orders, 2 word, column,
+# sparse and version 2's 5), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
+# whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
                   "mixer_lr": (1, 64)}
 
@@ -149,7 +187,7 @@ class AdaptiveStage:
     def __post_init__(self) -> None:
         p = self.params
         self._stage = core.load().Stage(squash_table(), p.table_bits, p.history_bits, p.match_bits, p.match_min,
-                                   p.mixer_lr, list(p.orders), p.word, p.column, p.sparse, p.nn, p.match, p.apm)
+                                   p.mixer_lr, list(p.orders), p.word, p.column, p.sparse, p.nn, p.match, p.apm, p.extras)
 
     @property
     def native(self):

@@ -81,8 +81,10 @@ class Compressor:
     `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output
     does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
     decodes anywhere) or "float32" (decodes only on this machine with the same thread count).
-    `adapt`: "cm" (the adaptive stage learns the input as it is coded; int8 only) or "none" (the
-    model alone, as shazip 0.3 coded). `device`: where the int8 engine runs: "cpu" (the native
+    `adapt`: "cm" (the adaptive stage learns the input as it is coded; int8 only), "none" (the
+    model alone, as shazip 0.3 coded), or an `AdaptiveParams` (the stage with exactly these
+    parameters, recorded in the archive: `AdaptiveParams().version1()` writes what shazip 0.5
+    wrote). `device`: where the int8 engine runs: "cpu" (the native
     core), "cuda" (the torch twin on a GPU; needs torch with CUDA) or "auto" (CUDA where there
     is one); archives are the same bytes on every device. `methods` restricts the block methods
     tried (e.g. {Method.MIXED} to measure the model). `frame_size`: input bytes per frame (a
@@ -91,8 +93,8 @@ class Compressor:
     int8 engine on the CPU; the bytes do not depend on `threads`."""
 
     def __init__(self, model: str | LoadedModel = "default", *, lanes: int | None = None,
-                 block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8", adapt: str = "cm",
-                 device: str = "cpu", methods: frozenset[Method] = ALL_METHODS,
+                 block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8",
+                 adapt: str | AdaptiveParams = "cm", device: str = "cpu", methods: frozenset[Method] = ALL_METHODS,
                  frame_size: int = DEFAULT_FRAME_SIZE) -> None:
         if lanes is not None and not 1 <= lanes <= MAX_LANES:
             raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
@@ -107,13 +109,13 @@ class Compressor:
         self.frame_blocks = -(-frame_size // block_size)  # 0: unframed
         if engine not in ENGINES:
             raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
-        if adapt not in ADAPT:
+        if not isinstance(adapt, AdaptiveParams) and adapt not in ADAPT:
             raise UsageError(f"unknown adaptive stage '{adapt}' (choose {', '.join(ADAPT)})")
         if device not in DEVICES:
             raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
         if device != "cpu" and engine != "int8":
             raise UsageError("only the int8 engine runs on another device than the CPU")
-        self.params = ADAPT[adapt]
+        self.params = adapt if isinstance(adapt, AdaptiveParams) else ADAPT[adapt]
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
         self.threads, self.lanes, self.methods = resolve_threads(threads), lanes, methods
@@ -125,7 +127,7 @@ class Compressor:
                              threads=self.threads if kind is FloatEngine else 0,  # what a float32 decoder replays
                              model_id=loaded.model_id, model_name=loaded.name,
                              block_size=block_size, lanes=lanes,
-                             adapt_version=adaptive.VERSION if self.params else 0,
+                             adapt_version=self.params.version if self.params else 0,
                              adapt_params=self.params.pack() if self.params else b"")
         # the header settles its format; format 3 leaves a bundled model's name out
         self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version in COMPACT))
@@ -271,7 +273,7 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
                     lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 0, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
-                    stats: CodingStats | None = None, adapt: str = "cm", device: str = "cpu",
+                    stats: CodingStats | None = None, adapt: str | AdaptiveParams = "cm", device: str = "cpu",
                     frame_size: int = DEFAULT_FRAME_SIZE) -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes. The
     options are `Compressor`'s; make one to compress many inputs with one model load."""
@@ -318,10 +320,10 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
     def stage() -> AdaptiveStage:
         if kind is not IntEngine:  # the encoder never writes this: the stage reads integer rows
             raise CorruptArchive(f"engine {h.engine} cannot drive the adaptive stage (damaged header?)")
-        if h.adapt_version != adaptive.VERSION:
+        if h.adapt_version not in adaptive.VERSIONS:
             raise UnsupportedVersion(f"archive needs adaptive stage version {h.adapt_version}, which this shazip "
                                      f"does not have")
-        return AdaptiveStage(AdaptiveParams.unpack(h.adapt_params))
+        return AdaptiveStage(AdaptiveParams.unpack(h.adapt_params, h.adapt_version))
 
     key = (h.engine, h.engine_version, h.threads, h.model_id, h.model_name)
     get_engine = engines.setdefault(key, _engine(kind, loaded, h.threads if kind is FloatEngine else threads, device))

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from shazip import core
 from shazip.adaptive import AdaptiveParams, AdaptiveStage, squash_table
+from shazip.errors import CorruptArchive
 
 SMALL = AdaptiveParams(table_bits=16, history_bits=16, match_bits=12)  # fast to allocate and copy
 
@@ -238,3 +240,80 @@ def test_bit_history_states():
     s = after0
     s = hist(stage, s)[2]  # two zeros: (2, 0); then a one discounts the zeros: (2, 1)
     assert hist(stage, hist(stage, s)[3])[:2] == [2, 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Version 2's models (csrc/stage/stage.h states their rules)
+
+RECORDS = b"".join(b"2024-05-%02d 10:%02d:%02d host%d [%d] GET /api/v1/items/%d?q=\"a b\" {\"n\": [%d, %d]}\n"
+                   % (d % 28 + 1, d % 60, (7 * d) % 60, d % 3, 1000 + d, 17 * d, d, d * d) for d in range(120))
+
+
+def test_byte_classes_by_hand():
+    marks = " \n\t\"&'()*+,-./:;<=>?@[]_{|}"
+    want = {c: 0 if chr(c).isdigit() and c < 128 else 1 if 97 <= c <= 122 else 2 if 65 <= c <= 90 else
+            3 if c >= 128 else 4 + marks.index(chr(c)) if chr(c) in marks else 31 for c in range(256)}
+    assert [core.load().byte_class(c) for c in range(256)] == [want[c] for c in range(256)]
+
+
+def test_fields_by_hand():
+    after = core.load().structure_after
+    # a field starts after each separator; a space right after a separator starts none
+    field, starts, prev, *_ = after(b"ab,c,, d  e")
+    assert (field, starts, prev) == (4, [0, 3, 5, 6, 9], [])
+    # a newline ends the line: its starts become the previous line's
+    field, starts, prev, *_ = after(b"x=1 (y)\nz")
+    assert (field, starts, prev) == (0, [8], [0, 2, 4, 5, 7])
+    # at most 16 fields: the 16th takes the rest of the line
+    field, starts, _, *_ = after(b",".join([b"f"] * 20))
+    assert field == 15 and starts == [0] + [2 * i for i in range(1, 16)]
+
+
+def test_brackets_and_shape_by_hand():
+    after = core.load().structure_after
+    *_, stack, depth, quoted, _ = after(b'{"a": [1, "x]\\"y"')
+    assert (stack, depth, quoted) == (ord("{") << 8 | ord("["), 2, False)  # "]" inside a string is text
+    *_, stack, depth, quoted, _ = after(b'(a))) <"')
+    assert (stack, depth, quoted) == (ord("<"), 1, True)  # closing at depth 0 is ignored
+    *_, shape = after(b"Ab9 ,")
+    assert shape & (2**30 - 1) == (2 << 20) | (1 << 15) | (0 << 10) | (4 << 5) | (4 + 10)
+
+
+def test_warm_mixer_rate_by_hand():
+    stage = AdaptiveStage(SMALL).native
+    w, x, lr = [65536, 32768, -16384], [100, -400, 256], 16
+    for seen in (0, 1, 1024, 10**6):
+        p, new_w = core.load().mixer_step(stage, w, x, 1, lr, warm=1024, seen=seen)
+        rate = lr + lr * 3 * 1024 // (1024 + seen)  # 4x at first, 2.5x after 1024 updates
+        assert new_w == [wi + ((xi * (65536 - p) * rate + 2**19) >> 20) for wi, xi in zip(w, x)]
+
+
+@pytest.mark.parametrize("flag", ["fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm"])
+def test_each_version_2_model_round_trips_and_counts(flag):
+    """Each model alone on version 1's stage: encoder and decoder agree across lanes and blocks,
+    and the model changes the code (it is wired in)."""
+    base = SMALL.version1()
+    params = replace(base, **{flag: True})
+    assert params.version == 2 and AdaptiveParams.unpack(params.pack(), 2) == params
+    rows = bigram_rows(RECORDS)
+    payloads = {}
+    for p in (base, params):
+        enc_stage, dec_stage = AdaptiveStage(p), AdaptiveStage(p)
+        for lanes, block in ((3, RECORDS[:7000]), (1, RECORDS[7000:])):
+            payload, _ = encode(enc_stage, block, lanes, rows)
+            assert decode(dec_stage, payload, len(block), lanes, rows, block) == block
+            payloads.setdefault(p, []).append(payload)
+    assert payloads[base] != payloads[params]
+
+
+def test_version_2_packs_its_models_in_a_ninth_byte():
+    p = AdaptiveParams()
+    assert p.version == 2 and len(p.pack()) == 9 and AdaptiveParams.unpack(p.pack(), 2) == p
+    v1 = p.version1()
+    assert v1.version == 1 and v1.pack() == p.pack()[:8] and AdaptiveParams.unpack(v1.pack(), 1) == v1
+    with pytest.raises(CorruptArchive):
+        AdaptiveParams.unpack(p.pack(), 1)  # a version 1 header has 8 bytes
+    with pytest.raises(CorruptArchive):
+        AdaptiveParams.unpack(v1.pack() + b"\x00", 2)  # version 2 with none of its models
+    with pytest.raises(CorruptArchive):
+        AdaptiveParams.unpack(v1.pack() + b"\x80", 2)  # an unknown model

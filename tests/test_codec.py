@@ -11,6 +11,7 @@ import pytest
 import zstandard
 
 import shazip
+from shazip.adaptive import AdaptiveParams
 from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
 from shazip.container import Method, describe
 from shazip.engines import IntEngine
@@ -212,9 +213,11 @@ def test_golden_mixed_archives(trained, text):
     """Archives made when the stage's arithmetic (adaptive.VERSION) was fixed: they must decode,
     and compressing the same input must give the same bytes, on every machine. The format 2
     archive (shazip 0.4) and the format 3 ones hold the very payloads format 4 writes today
-    (format 4 changes only how the checksums start). If the arithmetic changes on purpose,
-    bump the version and regenerate (tests/data/README.md)."""
+    (format 4 changes only how the checksums start), all with stage version 1, which today's
+    stage reproduces without version 2's models. If the arithmetic changes on purpose, bump the
+    version and add golden files (tests/data/README.md)."""
     mixed = dict(model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED}))
+    v1 = dict(mixed, adapt=AdaptiveParams().version1())
     v2 = (DATA / "golden-mixed.shz").read_bytes()
     v3, v4 = ((DATA / f"golden-mixed-v{v}.shz").read_bytes() for v in (3, 4))
     solo3, solo4 = ((DATA / f"golden-solo-v{v}.shz").read_bytes() for v in (3, 4))
@@ -222,10 +225,21 @@ def test_golden_mixed_archives(trained, text):
     for arc in (v2, v3, v4):
         assert shazip.decompress(arc, model=trained) == text[:6000]
     assert shazip.decompress(solo3, model=trained) == shazip.decompress(solo4, model=trained) == text[:2000]
-    assert shazip.compress(text[:6000], **mixed) == v4
-    assert shazip.compress(text[:2000], **mixed) == solo4
+    assert shazip.compress(text[:6000], **v1) == v4
+    assert shazip.compress(text[:2000], **v1) == solo4
     payloads = [[arc[s:s + n] for s, n, _ in payload_spans(arc)] for arc in (v2, v3, v4)]
     assert payloads[0] == payloads[1] == payloads[2]
+
+
+def test_golden_stage_version_2_archives(trained, text):
+    """Stage version 2 (the structured-text models, on by default): the same two calls as the
+    version 1 golden files, frozen in golden-mixed-s2.shz and golden-solo-s2.shz."""
+    mixed = dict(model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED}))
+    for name, data in (("golden-mixed-s2.shz", text[:6000]), ("golden-solo-s2.shz", text[:2000])):
+        golden = (DATA / name).read_bytes()
+        assert describe(io.BytesIO(golden))[0]["adapt_version"] == 2
+        assert shazip.decompress(golden, model=trained) == data
+        assert shazip.compress(data, **mixed) == golden
 
 
 def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, text):

@@ -23,9 +23,10 @@ FUZZED = [(frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MI
 
 @pytest.fixture(scope="module")
 def archives(trained, text):
-    """Model-coded (with and without the adaptive stage), raw and zstd blocks, over real text
-    and random bytes."""
-    data = text[:2000] + random.Random(1).randbytes(600) + text[2000:3000]
+    """Model-coded (with and without the adaptive stage), raw and zstd blocks, over real text,
+    random bytes, and random bytes repeated (which zstd takes: dense data skips the model)."""
+    rng = random.Random(1)
+    data = text[:2000] + rng.randbytes(600) + rng.randbytes(300) * 3 + text[2000:3000]
     return [(data, shazip.compress(data, model=trained, block_size=900, lanes=3, methods=methods, adapt=adapt))
             for methods, adapt in FUZZED]
 

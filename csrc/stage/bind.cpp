@@ -27,13 +27,33 @@ u32 counter_update(const std::shared_ptr<Stage>& s, u32 cell, int y, int limit) 
   return cell;
 }
 
-// one mixer prediction and update: (p16, new weights)
-py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const std::vector<i32>& x, int y, int lr) {
+// one mixer prediction and update: (p16, new weights); with `warm`, after `seen` updates of its set
+py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const std::vector<i32>& x, int y, int lr,
+                     int warm, int seen) {
   require(w.size() == x.size() && !x.empty() && x.size() <= size_t(MAX_INPUTS), "bad sizes");
-  Mixer m(int(x.size()), 1, lr, w);
+  require(warm >= 0 && seen >= 0, "warm and seen must be >= 0");
+  Mixer m(int(x.size()), 1, lr, w, warm);
+  const std::vector<i32> none(x.size(), 0);
+  for (int i = 0; i < seen; ++i) m.update(none.data(), 0, 0, 0);  // counts an update, moves no weight
   const int p = s->tables().sq(m.dot(x.data(), 0));
   m.update(x.data(), 0, y, p);
   return py::make_tuple(p, m.weights());
+}
+
+// a lane's structure after `data` (one line-and-bracket state machine, every version 2 model on):
+// (field, field starts of this line, field count of the previous line and its starts, open
+// brackets (innermost lowest), depth, inside a string, shape)
+py::tuple structure_after(const py::bytes& data) {
+  Lane L;
+  int before = 0;
+  for (unsigned char c : std::string(data)) {
+    ++L.coded;
+    Stage::structure(L, c, before, EXTRAS_ALL);
+    before = c;
+  }
+  std::vector<u32> starts(L.field_start.begin(), L.field_start.begin() + L.field + 1);
+  std::vector<u32> prev(L.prev_field_start.begin(), L.prev_field_start.begin() + L.prev_fields);
+  return py::make_tuple(L.field, starts, prev, L.stack, L.depth, L.quoted, L.shape);
 }
 
 // one APM prediction and update on a single context: (p16, new cells)
@@ -58,9 +78,10 @@ void bind_stage(py::module_& m) {
   py::class_<Stage, std::shared_ptr<Stage>>(m, "Stage", "The adaptive stage's tables, shared by lanes and blocks.")
       .def(py::init([](const std::vector<i64>& squash, int table_bits, int history_bits, int match_bits,
                        int match_min, int mixer_lr, const std::vector<int>& orders, bool word, bool column,
-                       bool sparse, bool nn, bool match, bool apm) {
+                       bool sparse, bool nn, bool match, bool apm, u32 extras) {
              return std::make_shared<Stage>(squash, Params{table_bits, history_bits, match_bits, match_min,
-                                                           mixer_lr, orders, word, column, sparse, nn, match, apm});
+                                                           mixer_lr, orders, word, column, sparse, nn, match, apm,
+                                                           extras});
            }))
       .def("snapshot", [](const Stage& s) { return std::make_shared<Stage>(s); })
       .def("restore", &Stage::restore)
@@ -102,7 +123,13 @@ void bind_stage(py::module_& m) {
         return out;
       });
   m.def("counter_update", &counter_update);
-  m.def("mixer_step", &mixer_step);
+  m.def("mixer_step", &mixer_step, py::arg("stage"), py::arg("w"), py::arg("x"), py::arg("y"), py::arg("lr"),
+        py::arg("warm") = 0, py::arg("seen") = 0);
+  m.def("structure_after", &structure_after);
+  m.def("byte_class", [](int c) {
+    require(c >= 0 && c < 256, "a byte");
+    return Stage::byte_class(c);
+  });
   m.def("apm_step", &apm_step);
   m.def("bit_history", &bit_history);
 }

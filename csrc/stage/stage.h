@@ -8,6 +8,10 @@
 // range coder codes the bit. Lanes share every table and are coded in a fixed order: lane 0's
 // 8 bits, then lane 1's, ... within a step. The design follows lpaq1 / zpaq (bit-history states
 // with adaptive probabilities, nibble-bucket hash tables, 33-bucket APMs); the code is ours.
+// Version 2's models for structured text (below the contract) follow ideas described for
+// paq8-class compressors (record fields, nesting, character classes, mixer selection by how
+// many contexts are known, a second mixer layer); lanes add the lane's own contexts and match,
+// since interleaving lanes dilutes the recency shared tables rely on.
 //
 // NUMERICS CONTRACT: an archive must decode bit-exactly on any machine, so every value that
 // feeds prediction, update or coding is an integer, computed with fixed-width two's-complement
@@ -56,6 +60,31 @@
 //                  >= 2**24 by shifting bytes out. The leading byte (always 0) is not written,
 //                  the final value is the one in [low, low + range) with most trailing zero
 //                  bits, and trailing zero bytes are dropped: the decoder reads zeros past the end.
+// VERSION 2 adds models, each one bit of Params::extras (all 0: version 1's stage, unchanged):
+//   inputs order   the NN's 3; the context models: orders, word, word pair, column, sparse, then
+//                  FIELDS, BRACKETS, SHAPE, LOCAL_CTX's two; each match model's 2; the bias.
+//   fields         a line's field k + 1 starts after its k-th separator byte (space, tab and
+//                  , ; | : = " ' ( ) [ ] { } < >; a space right after a separator starts none),
+//                  at most 16 fields (the last takes the rest); tracked for FIELDS or SHAPE.
+//   FIELDS         context: the byte at the same offset of the same field in the lane's previous
+//                  line (256 + byte; 0 if that field is absent or shorter there, or the decoder
+//                  cannot know it yet), the field number, c1.
+//   BRACKETS       outside a string, ( [ { < push and ) ] } > pop (at depth > 0); a '"' opens
+//                  a string and one not after a '\' closes it. Context: the two innermost open
+//                  brackets, min(depth, 15), inside a string, c1.
+//   SHAPE          a byte's class: 0 digit, 1 lower case, 2 upper case, 3 >= 128, 4 + i for the
+//                  i-th of " \n\t\"&'()*+,-./:;<=>?@[]_{|}", 31 the rest. Context: the last 6
+//                  classes (5 bits each, the latest lowest) and the field number.
+//   LOCAL_CTX      orders 3 and 6 with the lane number in the hash: the lane's own statistics.
+//   LOCAL_MATCH    a second match model, as the first (its own match map) but with the lane
+//                  number in its hash key (seed 19 + 2 * lane, the first's 17), so that it finds
+//                  the lane's own latest occurrence; both share the hash table of heads.
+//   LAYERED        mixers 3 (a weight set per c1) and 4 (per min(seen, 15) * 8 + k, seen = the
+//                  context models whose current bit-history state is not 0); x_mix = a final
+//                  mixer of (x_1, x_2, x_3, x_4), a set per bit position k, initial weights 16384,
+//                  in place of floor((x_1 + x_2) / 2).
+//   WARM           a mixer's rate for a set updated n times before: LR + floor(LR * 3 * 1024 /
+//                  (1024 + n)) (n counts to 2**30).
 // The only floating point is the optional measurement of the ideal code length (sum of
 // -log2 p of the coded bits), which is reported and never read back.
 #pragma once
@@ -76,16 +105,34 @@
 namespace shazip::stage {
 
 
+// The models adapt_version 2 added, each one bit of Params::extras (0 gives version 1's stage)
+enum Extra : u32 {
+  FIELDS = 1,       // the byte at this offset of this field in the line above
+  BRACKETS = 2,     // the open brackets and quoting
+  LAYERED = 4,      // two more weight sets (by the last byte; by how many contexts are known), a final mixer
+  SHAPE = 8,        // the classes of the last 6 bytes (digit, letter, case) with the field number
+  LOCAL_MATCH = 16,  // a second match model that finds the lane's own latest occurrence
+  LOCAL_CTX = 32,    // orders 3 and 6 of the lane's own statistics (the lane in the hash)
+  WARM = 64,         // the mixers' weight sets learn faster while young
+  EXTRAS_ALL = 127,
+};
+
 struct Params {
   int table_bits, history_bits, match_bits, match_min, mixer_lr;
   std::vector<int> orders;
   bool word, column, sparse, nn, match, apm;
+  u32 extras;
+  bool has(Extra e) const { return extras & e; }
   bool operator==(const Params& o) const {
     return table_bits == o.table_bits && history_bits == o.history_bits && match_bits == o.match_bits &&
            match_min == o.match_min && mixer_lr == o.mixer_lr && orders == o.orders && word == o.word &&
-           column == o.column && sparse == o.sparse && nn == o.nn && match == o.match && apm == o.apm;
+           column == o.column && sparse == o.sparse && nn == o.nn && match == o.match && apm == o.apm &&
+           extras == o.extras;
   }
 };
+
+constexpr int FIELDS_MAX = 16;
+constexpr int WARM_UPDATES = 1024;  // WARM: a set's rate is 4x at first, 2.5x after this many updates  // fields of a line tracked by the FIELDS model
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -94,9 +141,20 @@ struct Lane {
   u32 prev_word = 0;  // hash of the word before it
   u32 line = 0;       // lane offset where the current line starts (after a '\n')
   u32 prev_line = 0;  // ... and where the previous one started
-  u64 ptr = 0;        // match: global position of the predicted byte (valid while len > 0)
-  u32 len = 0;        // match length in bytes (0: none)
+  struct Match {
+    u64 ptr = 0;  // global position of the predicted byte (valid while len > 0)
+    u32 len = 0;  // match length in bytes (0: none)
+  };
+  std::array<Match, 2> match{};  // the match models' (the second: LOCAL_MATCH)
   u32 coded = 0;      // bytes of this lane coded so far
+  // FIELDS: the current line's field starts (lane offsets), and the previous line's
+  u32 field = 0, prev_fields = 0;
+  std::array<u32, FIELDS_MAX> field_start{}, prev_field_start{};
+  // BRACKETS: open brackets (innermost in the low byte), how many, and inside a "string"
+  u64 stack = 0;
+  u32 depth = 0;
+  bool quoted = false;
+  u32 shape = 0;  // SHAPE: the last bytes' classes, 5 bits each, the latest in the low bits
 };
 
 // Where a byte is being coded: which history bytes are already known to the decoder
@@ -125,6 +183,11 @@ class Stage {
     if (p.word) orders.insert(orders.end(), {WORD, WORD_PAIR});
     if (p.column) orders.push_back(COLUMN);
     if (p.sparse) orders.push_back(SPARSE);
+    if (p.has(FIELDS)) orders.push_back(FIELD);
+    if (p.has(BRACKETS)) orders.push_back(BRACKET);
+    if (p.has(SHAPE)) orders.push_back(SHAPES);
+    if (p.has(LOCAL_CTX)) orders.insert(orders.end(), {LOCAL3, LOCAL6});
+    if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     for (int o : orders) {
       if (o == 1 && direct_.empty()) {
         direct_.assign(65536, 0);
@@ -136,21 +199,75 @@ class Stage {
       maps_.emplace_back(256, 0);
       std::copy(init.begin(), init.end(), maps_.back().cells().begin());
     }
-    if (p.match || p.column) ring_.assign(size_t(1) << p.history_bits, 0);
+    if (p.match || p.column || p.has(FIELDS)) ring_.assign(size_t(1) << p.history_bits, 0);
     if (p.match) {
       heads_.assign(size_t(1) << p.match_bits, 0);
-      match_map_ = StateMap(MATCH_BANDS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
+      matchers_ = p.has(LOCAL_MATCH) ? 2 : 1;
+      for (int m = 0; m < matchers_; ++m) match_map_[m] = StateMap(MATCH_BANDS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
     }
-    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + (p.match ? 2 : 0) + 1;  // + bias
+    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + 2 * matchers_ + 1;  // + bias
     if (n_inputs_ > MAX_INPUTS) throw std::invalid_argument("too many context models");
     std::vector<i32> w(n_inputs_, p.nn ? 0 : 16384);
     if (p.nn) w[0] = 65536;
-    mixer1_ = Mixer(n_inputs_, 32, p.mixer_lr, w);
-    mixer2_ = Mixer(n_inputs_, 256, p.mixer_lr, w);
+    const int warm = p.has(WARM) ? WARM_UPDATES : 0;
+    mixer1_ = Mixer(n_inputs_, 32, p.mixer_lr, w, warm);
+    mixer2_ = Mixer(n_inputs_, 256, p.mixer_lr, w, warm);
+    if (p.has(LAYERED)) {
+      mixer3_ = Mixer(n_inputs_, 256, p.mixer_lr, w, warm);
+      mixer4_ = Mixer(n_inputs_, 16 * 8, p.mixer_lr, w, warm);
+      final_ = Mixer(FINAL_INPUTS, 8, p.mixer_lr, {16384, 16384, 16384, 16384}, warm);
+    }
     if (p.nn) nn_apm_ = APM(*tb_, 65536);
     if (p.apm) {
       apm1_ = APM(*tb_, 256);
       apm2_ = APM(*tb_, 65536);
+    }
+  }
+
+  // digits, lower and upper case letters, bytes above 127 (4 classes); space, newline, tab and
+  // 24 punctuation marks each their own; the rest one class
+  static u32 byte_class(int c) {
+    if (c >= '0' && c <= '9') return 0;
+    if (c >= 'a' && c <= 'z') return 1;
+    if (c >= 'A' && c <= 'Z') return 2;
+    if (c >= 128) return 3;
+    static constexpr char marks[] = " \n\t\"&'()*+,-./:;<=>?@[]_{|}";
+    for (u32 i = 0; i < sizeof(marks) - 1; ++i)
+      if (c == marks[i]) return 4 + i;
+    return 31;
+  }
+  static bool separator(int c) {
+    switch (c) {
+      case ' ': case '\t': case ',': case ';': case '|': case ':': case '=': case '"': case '\'':
+      case '(': case ')': case '[': case ']': case '{': case '}': case '<': case '>': return true;
+      default: return false;
+    }
+  }
+  // the FIELDS, SHAPE and BRACKETS state after byte c, which followed `before` (L.coded counts c)
+  static void structure(Lane& L, int c, int before, u32 extras) {
+    if (extras & (FIELDS | SHAPE)) {
+      if (c == '\n') {
+        L.prev_field_start = L.field_start;
+        L.prev_fields = L.field + 1;
+        L.field = 0;
+        L.field_start[0] = L.coded;
+      } else if (separator(c) && !(c == ' ' && separator(before)) && L.field + 1 < FIELDS_MAX) {
+        L.field_start[++L.field] = L.coded;
+      }
+    }
+    if (extras & SHAPE) L.shape = L.shape << 5 | byte_class(c);
+    if (extras & BRACKETS) {
+      if (L.quoted) {
+        L.quoted = !(c == '"' && before != '\\');
+      } else if (c == '"') {
+        L.quoted = true;
+      } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+        L.stack = L.stack << 8 | u64(c);
+        ++L.depth;
+      } else if ((c == ')' || c == ']' || c == '}' || c == '>') && L.depth) {
+        L.stack >>= 8;
+        --L.depth;
+      }
     }
   }
 
@@ -159,7 +276,7 @@ class Stage {
   size_t bytes() const {
     size_t n = ring_.size() + heads_.size() * sizeof(u64) + direct_.size();
     for (const auto& t : tables_) n += t.bytes();
-    n += size_t(n_inputs_) * (32 + 256) * 4 + (prm_.nn ? 65536 * APM_CELLS * 4 : 0);
+    n += size_t(n_inputs_) * (32 + 256 + (prm_.has(LAYERED) ? 256 + 128 : 0)) * 4 + (prm_.nn ? 65536 * APM_CELLS * 4 : 0);
     return n + (prm_.apm ? (256 + 65536) * APM_CELLS * 4 : 0);
   }
   void restore(const Stage& s) {
@@ -187,6 +304,11 @@ class Stage {
         case WORD_PAIR: bytes = u64(L.word) << 32 | L.prev_word; break;
         case COLUMN: bytes = column_context(L, b, at); break;
         case SPARSE: bytes = L.hist & 0xFFFF00; break;  // the 2 bytes before the last
+        case FIELD: bytes = field_context(L, b, at); break;
+        case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
+        case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
+        case LOCAL6: bytes = u64(b) << 48 | (L.hist & 0xFFFFFFFFFFFF); break;
+        case BRACKET: bytes = (L.stack & 0xFFFF) << 24 | u64(std::min<u32>(L.depth, 15)) << 16 | u64(L.quoted) << 8 | c1; break;
         default: bytes = o >= 8 ? L.hist : L.hist & ((u64(1) << (8 * o)) - 1);
       }
       ctx[i] = hash64(bytes, u64(o));
@@ -200,10 +322,13 @@ class Stage {
         for (int v = 0; v < (1 << d); ++v) tree[(1 << d) + v] = tree[(2 << d) + 2 * v] + tree[(2 << d) + 2 * v + 1];
     }
     // the match model's predicted byte, if its position is already known to the decoder
-    int expect = -1;
-    if (prm_.match && L.len > 0 && valid(L.ptr, at)) expect = ring_[L.ptr & ring_mask()];
-    const int band = expect < 0 ? 0 : std::min<int>(L.len < 16 ? L.len : 12 + ilog2(L.len), MATCH_BANDS - 1);
-    const int strength = std::min<int>(int(L.len) * 32, 2047);
+    int expect[2] = {-1, -1}, band[2] = {}, strength[2] = {};
+    for (int m = 0; m < matchers_; ++m) {
+      const Lane::Match& M = L.match[m];
+      if (M.len > 0 && valid(M.ptr, at)) expect[m] = ring_[M.ptr & ring_mask()];
+      band[m] = expect[m] < 0 ? 0 : std::min<int>(M.len < 16 ? M.len : 12 + ilog2(M.len), MATCH_BANDS - 1);
+      strength[m] = std::min<int>(int(M.len) * 32, 2047);
+    }
 
     if (prm_.apm) apm2_.prefetch(1 | c1 << 8);
     if (prm_.nn) nn_apm_.prefetch(1 | c1 << 8);
@@ -235,27 +360,36 @@ class Stage {
       }
       if (prm_.nn) x[n++] = tb.st(nn_apm_.p16(x[0], size_t(c0) | c1 << 8));
       u8* state[MAX_INPUTS];
+      int seen = 0;  // context models that have seen this node before
       for (int i = 0; i < nm; ++i) {
         state[i] = node[i] + (models_[i].table < 0 ? c0 : j);  // order 1's row: by c0 (1..255)
         x[n++] = tb.st(maps_[i].p16(*state[i]));
+        seen += *state[i] != 0;
       }
-      size_t mcx = 0;  // the match map's context: 0 without a prediction
-      if (prm_.match) {
-        if (expect >= 0 && ((expect | 256) >> (8 - k)) == c0) {
-          const int ebit = (expect >> (7 - k)) & 1;
-          mcx = size_t(band * 2 + ebit);
-          x[n++] = tb.st(match_map_.p16(mcx));
-          x[n++] = ebit ? strength : -strength;
+      size_t mcx[2] = {};  // the match maps' contexts: 0 without a prediction
+      for (int m = 0; m < matchers_; ++m) {
+        if (expect[m] >= 0 && ((expect[m] | 256) >> (8 - k)) == c0) {
+          const int ebit = (expect[m] >> (7 - k)) & 1;
+          mcx[m] = size_t(band[m] * 2 + ebit);
+          x[n++] = tb.st(match_map_[m].p16(mcx[m]));
+          x[n++] = ebit ? strength[m] : -strength[m];
         } else {
-          x[n++] = tb.st(match_map_.p16(0));
+          x[n++] = tb.st(match_map_[m].p16(0));
           x[n++] = 0;
         }
       }
       x[n++] = 256;  // bias
       // two weight sets, by bit position and match length, and by the partial byte
-      const int set1 = k + 8 * (expect < 0 ? 0 : 1 + (band >= 16) + (band >= 28));
+      const int set1 = k + 8 * (expect[0] < 0 ? 0 : 1 + (band[0] >= 16) + (band[0] >= 28));
       const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
-      const int xm = (x1 + x2) >> 1;
+      int x3 = 0, x4 = 0, xf[FINAL_INPUTS];
+      const int set4 = std::min(seen, 15) * 8 + k;
+      if (prm_.has(LAYERED)) {
+        x3 = mixer3_.dot(x, int(c1));
+        x4 = mixer4_.dot(x, set4);
+        xf[0] = x1, xf[1] = x2, xf[2] = x3, xf[3] = x4;
+      }
+      const int xm = prm_.has(LAYERED) ? final_.dot(xf, k) : (x1 + x2) >> 1;
       const int pm = tb.sq(xm);
       int p = pm;
       if (prm_.apm) {
@@ -268,6 +402,11 @@ class Stage {
       // learn, every component from its own prediction
       mixer1_.update(x, set1, y, tb.sq(x1));
       mixer2_.update(x, c0, y, tb.sq(x2));
+      if (prm_.has(LAYERED)) {
+        mixer3_.update(x, int(c1), y, tb.sq(x3));
+        mixer4_.update(x, set4, y, tb.sq(x4));
+        final_.update(xf, k, y, tb.sq(xm));
+      }
       if (prm_.nn) nn_apm_.update(y);
       if (prm_.apm) {
         apm1_.update(y);
@@ -277,7 +416,7 @@ class Stage {
         maps_[i].update(tb, *state[i], y, COUNT_LIMIT_MAX);
         *state[i] = tb.history.next(*state[i], y);
       }
-      if (prm_.match) match_map_.update(tb, mcx, y, COUNT_LIMIT_MAX);
+      for (int m = 0; m < matchers_; ++m) match_map_[m].update(tb, mcx[m], y, COUNT_LIMIT_MAX);
       c0 = c0 * 2 + y;
       j = j * 2 + y;
     }
@@ -314,9 +453,23 @@ class Stage {
     return above << 16 | u64(std::min<u32>(col, 255)) << 8 | (L.hist & 0xFF);
   }
 
+  // the byte at the same offset of the same field in the lane's previous line (256 + byte; 0 if
+  // that field is shorter or absent), the field number and c1: for records whose fields vary
+  // in width (CSV, logs)
+  u64 field_context(const Lane& L, size_t b, const Where& at) const {
+    u64 above = 0;
+    if (L.field < L.prev_fields) {
+      const u32 q = L.prev_field_start[L.field] + (L.coded - L.field_start[L.field]);
+      const u32 end = L.field + 1 < L.prev_fields ? L.prev_field_start[L.field + 1] : L.line;
+      const u64 pa = at.base + b * at.span + q;
+      if (q < end && valid(pa, at)) above = 256 | ring_[pa & ring_mask()];
+    }
+    return above << 16 | u64(L.field) << 8 | (L.hist & 0xFF);
+  }
   void end_byte(std::vector<Lane>& lanes, size_t b, const Where& at, int c) {
     Lane& L = lanes[b];
     const u64 pos = at.base + b * at.span + L.coded;
+    const int before = int(L.hist & 0xFF);
     L.hist = (L.hist << 8) | u64(c);
     const int lc = (c >= 'A' && c <= 'Z') ? c + 32 : c;
     if (lc >= 'a' && lc <= 'z') {
@@ -326,35 +479,39 @@ class Stage {
       L.word = 0;
     }
     ++L.coded;
+    structure(L, c, before, prm_.extras);
     if (c == '\n') {
       L.prev_line = L.line;
       L.line = L.coded;
     }
     if (!ring_.empty()) ring_[pos & ring_mask()] = u8(c);
     if (!prm_.match) return;
-    if (L.len > 0) {  // the match goes on if it predicted this byte from known history
-      if (valid(L.ptr, at) && ring_[L.ptr & ring_mask()] == c) {
-        L.len += L.len < 65535;
-        ++L.ptr;
+    for (Lane::Match& M : L.match) {  // a match goes on if it predicted this byte from known history
+      if (M.len > 0 && valid(M.ptr, at) && ring_[M.ptr & ring_mask()] == c) {
+        M.len += M.len < 65535;
+        ++M.ptr;
       } else {
-        L.len = 0;
+        M.len = 0;
       }
     }
     if (L.coded < u32(prm_.match_min)) return;
     const u64 key = prm_.match_min >= 8 ? L.hist : L.hist & ((u64(1) << (8 * prm_.match_min)) - 1);
-    u64& head = heads_[hash64(key, 17) >> (32 - prm_.match_bits)];
-    if (L.len == 0 && head) {  // a candidate: verify its last match_min bytes against ours
-      const u64 cand = head - 1;
-      u32 n = 0;
-      while (n < u32(prm_.match_min) && cand > n && valid(cand - 1 - n, at) &&
-             ring_[(cand - 1 - n) & ring_mask()] == u8(L.hist >> (8 * n)))
-        ++n;
-      if (n == u32(prm_.match_min)) {
-        L.len = n;
-        L.ptr = cand;
+    for (int m = 0; m < matchers_; ++m) {  // the second's key has the lane: its latest occurrence in the lane
+      Lane::Match& M = L.match[m];
+      u64& head = heads_[hash64(key, m == 0 ? 17 : 19 + 2 * u64(b)) >> (32 - prm_.match_bits)];
+      if (M.len == 0 && head) {  // a candidate: verify its last match_min bytes against ours
+        const u64 cand = head - 1;
+        u32 n = 0;
+        while (n < u32(prm_.match_min) && cand > n && valid(cand - 1 - n, at) &&
+               ring_[(cand - 1 - n) & ring_mask()] == u8(L.hist >> (8 * n)))
+          ++n;
+        if (n == u32(prm_.match_min)) {
+          M.len = n;
+          M.ptr = cand;
+        }
       }
+      head = pos + 2;  // stores position + 1 of the next byte (0: empty)
     }
-    head = pos + 2;  // stores position + 1 of the next byte (0: empty)
   }
 
   Params prm_;
@@ -363,16 +520,19 @@ class Stage {
   struct Model {
     int order, table;
   };
-  static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12;
+  static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
+                       LOCAL3 = 16, LOCAL6 = 17;
+  static constexpr int FINAL_INPUTS = 4;
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
   std::vector<Model> models_;
   std::vector<BucketTable> tables_;
   std::vector<u8> direct_;  // order 1: c1 << 8 | c0 -> bit-history state
   std::vector<StateMap> maps_;
-  StateMap match_map_;
+  int matchers_ = 0;  // match models: 0, 1, or 2 with LOCAL_MATCH
+  StateMap match_map_[2];
   std::vector<u8> ring_;
   std::vector<u64> heads_;
-  Mixer mixer1_, mixer2_;
+  Mixer mixer1_, mixer2_, mixer3_, mixer4_, final_;
   APM nn_apm_, apm1_, apm2_;
   int n_inputs_ = 0;
   u64 pos_ = 0;
