@@ -32,7 +32,7 @@ from .frames import Frame, index, ordered_map
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import (
     ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
-    MIN_LANE,
+    MIN_LANE, MIN_LANE_GPU,
 )
 
 if TYPE_CHECKING:
@@ -76,8 +76,8 @@ class Compressor:
     archive it writes then reuses them (each archive gets its own adaptive stage).
 
     `lanes`: parallel lanes per block (more is faster; each starts the model cold). None, the
-    default, chooses: at most 32, none shorter than 2 KB (options.MIN_LANE); a number asks for
-    that many, down to lanes of 256 bytes.
+    default, chooses: at most 32, none shorter than 16 KB (options.MIN_LANE; 2 KB on a GPU); a
+    number asks for that many, down to lanes of 256 bytes.
     `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output
     does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
     decodes anywhere) or "float32" (decodes only on this machine with the same thread count).
@@ -98,8 +98,7 @@ class Compressor:
                  frame_size: int = DEFAULT_FRAME_SIZE) -> None:
         if lanes is not None and not 1 <= lanes <= MAX_LANES:
             raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
-        self.min_lane = MIN_LANE if lanes is None else LANE_FLOOR
-        lanes = lanes or DEFAULT_LANES
+        auto_lanes, lanes = lanes is None, lanes or DEFAULT_LANES
         if not 1 <= block_size <= MAX_BLOCK_SIZE:
             raise UsageError(f"block size must be between 1 and {MAX_BLOCK_SIZE}")
         if not methods:
@@ -115,6 +114,7 @@ class Compressor:
             raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
         if device != "cpu" and engine != "int8":
             raise UsageError("only the int8 engine runs on another device than the CPU")
+        self.min_lane = (MIN_LANE if resolve_device(device) == "cpu" else MIN_LANE_GPU) if auto_lanes else LANE_FLOOR
         self.params = adapt if isinstance(adapt, AdaptiveParams) else ADAPT[adapt]
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")

@@ -3,15 +3,17 @@ command line can show its help and version without loading torch (the API checks
 
 DEFAULT_LANES = 32  # the most lanes the automatic choice uses (lanes 0 on the command line)
 MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
-# Lanes per block. Each lane starts the model cold (the adaptive stage's tables, shared by the
-# lanes, soften that), and each step has a fixed cost (~0.5 ms on one core) whatever the lane
-# count, so a block of n bytes in lanes of L bytes takes ~0.5 ms * L more than its per-byte
-# work. Measured (benchmarks/lanes.py, results in benchmarks/README.md): lanes of 2 KB instead
-# of 256 B save 12-14 % on 5-12 KB files and 1-3 % on 40-53 KB ones, for at most ~1 s more.
+# Lanes per block. Each lane starts the model cold, and lanes interleave in the adaptive stage's
+# shared tables, which dilutes the recency its statistics rely on. On the CPU a step costs about
+# the same per lane whatever their number (benchmarks/README.md, "The step"), so lanes buy little
+# speed there; a GPU runs a step's lanes as one batch and wants many. Measured on the suite
+# (benchmarks/README.md, "Structured text"): lanes of at least 16 KB instead of 2 KB make the
+# archives 0.8 % smaller (logs 6 %, JSON 3 %) and were no slower.
 LANE_FLOOR = 256  # what archives may hold: at most n // 256 lanes (every shazip encoder keeps to it)
-MIN_LANE = 2048  # the automatic choice: at most DEFAULT_LANES lanes, none shorter than this
-LANES_HELP = ("Parallel lanes per block: more are faster, each starts the model cold. 0: automatic, at most "
-              f"{DEFAULT_LANES} and none shorter than 2 KB.")
+MIN_LANE = 16384  # the automatic choice on the CPU: at most DEFAULT_LANES lanes, none shorter than this
+MIN_LANE_GPU = 2048  # ... and on a GPU
+LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts the model cold. 0: automatic, at "
+              f"most {DEFAULT_LANES} and none shorter than 16 KB (2 KB on a GPU).")
 DEFAULT_BLOCK_SIZE = 2 << 20
 # Input bytes per frame (an independent archive: frames.py). Each frame starts the adaptive
 # stage cold; measured in benchmarks/README.md "Frames".
