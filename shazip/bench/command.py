@@ -33,7 +33,7 @@ from .runner import bench_suite as run_suite
               help="Also run zstd, xz, bzip2 and gzip.")
 def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, model: str, lanes: int,
           threads: int, adapt: str, out: Path, baselines: bool) -> None:
-    """Benchmark shazip beside zstd, xz, bzip2, gzip, brotli, zpaq and 7-Zip PPMd (those
+    """Benchmark shazip beside zstd, xz, bzip2, gzip, brotli, zpaq, 7-Zip PPMd and paq8px (those
     installed) on one file: sizes, speeds, memory, round trips, model cross-entropy and
     Hutter-style totals; or, with --suite, on every file of a folder."""
 

@@ -83,6 +83,9 @@ BASELINES = [
              "zpaq", ()),
     Baseline("7-Zip PPMd", "o=16 mem=1g", ["7zz", "a", "-bd", "-m0=PPMd:o=16:mem=1g", "{out}", "in"],
              ["7zz", "e", "-bd", "{out}", "-o{dir}"], None, "ppmd", (), ("7z", "7za")),
+    # the strongest open context mixer: built from source (benchmarks/README.md), found on PATH
+    Baseline("paq8px", "-8", ["paq8px", "-8", "in", "{out}"], ["paq8px", "-d", "{out}", "{dir}/in"], None,
+             "paq8px", ()),
 ]
 
 
@@ -189,6 +192,7 @@ def run_baseline(b: Baseline, src: Path, work: Path, n: int) -> Row | None:
     if tool and b.files:
         shutil.copyfile(src, work / "in")  # the name archivers store: short, and the same for all
         out_dir = work / f"{key}.d"
+        out_dir.mkdir(exist_ok=True)  # some tools make it, others (paq8px) write into it
         fill = lambda cmd: [a.replace("{out}", str(arc)).replace("{dir}", str(out_dir)) for a in cmd]  # noqa: E731
         c = _measure(fill(compress), cwd=work)
         d = _measure(fill(decompress), cwd=work)
@@ -475,7 +479,7 @@ def suite_markdown(result: dict) -> str:
     lines.append(f"| **total** | {int(n_total):,} | " + " | ".join(f"**{totals[k]:,}**" for k in names) +
                  f" | {model_bits / n_total:.3f} | {min(totals, key=totals.get)} |")
     lines.append("| bits/byte | | " + " | ".join(f"{8 * totals[k] / n_total:.3f}" for k in names) + " | | |")
-    for peer in ("zpaq", "xz"):
+    for peer in ("paq8px", "zpaq", "xz"):
         if peer in totals and totals[peer]:
             lines.append(f"\nshazip / {peer}: {totals['shazip'] / totals[peer]:.3f} over the suite")
     return "\n".join(lines) + "\n"
