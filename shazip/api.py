@@ -32,13 +32,26 @@ from .frames import Frame, index, ordered_map
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import (
     ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
-    MIN_LANE, MIN_LANE_GPU,
+    DEFAULT_LEVEL, LEVELS, MIN_LANE_GPU, Level,
 )
 
 if TYPE_CHECKING:
     from .codec import CodingStats
 
-ADAPT: dict[str, AdaptiveParams | None] = dict(zip(ADAPT_CHOICES, (AdaptiveParams(), None)))
+
+
+def _stage_params(adapt: str | AdaptiveParams, level: Level) -> AdaptiveParams | None:
+    """The adaptive stage's parameters for `adapt` at `level` (None: the model alone)."""
+    if isinstance(adapt, AdaptiveParams):
+        return adapt
+    if adapt not in ADAPT_CHOICES:
+        raise UsageError(f"unknown adaptive stage '{adapt}' (choose {', '.join(ADAPT_CHOICES)})")
+    if adapt == "none":
+        if not level.model:
+            raise UsageError("levels 1 and 2 code with the adaptive stage alone: it cannot be off (adapt 'none')")
+        return None
+    params = AdaptiveParams(nn=level.model)
+    return params if level.stage == 2 else params.version1()
 
 Progress = Callable[[int], None]
 
@@ -75,9 +88,11 @@ class Compressor:
     """A reusable compressor: the model is read and checked, and the engine built, once; every
     archive it writes then reuses them (each archive gets its own adaptive stage).
 
-    `lanes`: parallel lanes per block (more is faster; each starts the model cold). None, the
-    default, chooses: at most 32, none shorter than 16 KB (options.MIN_LANE; 2 KB on a GPU); a
-    number asks for that many, down to lanes of 256 bytes.
+    `level`: 1 .. 9 (options.LEVELS): 1 and 2 code with the adaptive stage alone (no neural model;
+    1 with its version 1 models), 3 .. 9 add the model in ever longer lanes; 6 is the default.
+    `lanes`: parallel lanes per block (more is faster on a GPU; each starts the model cold). None,
+    the default, chooses: at most 32, none shorter than the level's (16 KB at level 6; at most
+    2 KB on a GPU); a number asks for that many, down to lanes of 256 bytes.
     `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output
     does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
     decodes anywhere) or "float32" (decodes only on this machine with the same thread count).
@@ -92,7 +107,7 @@ class Compressor:
     independent archive, so that `compress_stream` makes `threads` frames at once with the
     int8 engine on the CPU; the bytes do not depend on `threads`."""
 
-    def __init__(self, model: str | LoadedModel = "default", *, lanes: int | None = None,
+    def __init__(self, model: str | LoadedModel = "default", *, level: int = DEFAULT_LEVEL, lanes: int | None = None,
                  block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8",
                  adapt: str | AdaptiveParams = "cm", device: str = "cpu", methods: frozenset[Method] = ALL_METHODS,
                  frame_size: int = DEFAULT_FRAME_SIZE) -> None:
@@ -108,14 +123,16 @@ class Compressor:
         self.frame_blocks = -(-frame_size // block_size)  # 0: unframed
         if engine not in ENGINES:
             raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
-        if not isinstance(adapt, AdaptiveParams) and adapt not in ADAPT:
-            raise UsageError(f"unknown adaptive stage '{adapt}' (choose {', '.join(ADAPT)})")
+        if level not in LEVELS:
+            raise UsageError(f"level must be between 1 and 9, not {level}")
         if device not in DEVICES:
             raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
         if device != "cpu" and engine != "int8":
             raise UsageError("only the int8 engine runs on another device than the CPU")
-        self.min_lane = (MIN_LANE if resolve_device(device) == "cpu" else MIN_LANE_GPU) if auto_lanes else LANE_FLOOR
-        self.params = adapt if isinstance(adapt, AdaptiveParams) else ADAPT[adapt]
+        lv = LEVELS[level]
+        min_lane = lv.min_lane if not lv.model or resolve_device(device) == "cpu" else min(lv.min_lane, MIN_LANE_GPU)
+        self.min_lane = min_lane if auto_lanes else LANE_FLOOR
+        self.params = _stage_params(adapt, lv)
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
         self.threads, self.lanes, self.methods = resolve_threads(threads), lanes, methods
@@ -270,15 +287,15 @@ class ShazipCompressor:
 
 
 def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
-                    lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
+                    level: int = DEFAULT_LEVEL, lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 0, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
                     stats: CodingStats | None = None, adapt: str | AdaptiveParams = "cm", device: str = "cpu",
                     frame_size: int = DEFAULT_FRAME_SIZE) -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes. The
     options are `Compressor`'s; make one to compress many inputs with one model load."""
-    c = Compressor(model, lanes=lanes, block_size=block_size, threads=threads, engine=engine, adapt=adapt,
-                   device=device, methods=methods, frame_size=frame_size)
+    c = Compressor(model, level=level, lanes=lanes, block_size=block_size, threads=threads, engine=engine,
+                   adapt=adapt, device=device, methods=methods, frame_size=frame_size)
     return c.compress_stream(src, dst, progress, stats)
 
 

@@ -30,7 +30,8 @@ from .container import describe
 from .errors import ArchiveError, CorruptArchive, FileTrouble, OutputExists, ShazipError, Skipped, UsageError
 from .frames import declared_size
 from .publish import publish
-from .options import ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEVICES, ENGINE_CHOICES, FRAME_HELP, LANES_HELP
+from .options import (ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LEVEL, DEVICES, ENGINE_CHOICES,
+                      FRAME_HELP, LANES_HELP, LEVELS_HELP)
 
 SUFFIX = ".shz"
 
@@ -275,6 +276,17 @@ def _file_options(f: Callable) -> Callable:
     return f
 
 
+def _level_options(f: Callable) -> Callable:
+    """-1 .. -9, --fast (-1) and --best (-9), as gzip, xz and zstd have them; -6 is the default.
+    The help shows the three that carry the meaning."""
+    for n in reversed(range(1, 10)):
+        names = {1: ("-1", "--fast"), 9: ("-9", "--best")}.get(n, (f"-{n}",))
+        default = {"default": True} if n == DEFAULT_LEVEL else {}  # one default: click takes the first it meets
+        f = click.option(*names, "level", flag_value=n, hidden=n not in (1, 6, 9), **default,
+                         help={1: LEVELS_HELP, 6: "The default level.", 9: "The smallest, slowest level."}.get(n))(f)
+    return f
+
+
 class Commands(click.Group):
     """The decoder's commands are defined here; the tools' are imported when they run, so
     compressing and decompressing never load training or benchmark code, and the help lists
@@ -323,6 +335,7 @@ def main() -> None:
       shazip -t FILE.shz... decode and verify, write nothing;  -l: list the archive
       shazip                with no FILE or with -: a filter, standard input to standard output
       -k keep (the default), -f overwrite, -o NAME (one input), -r recurse into directories,
+      -1 .. -9 levels: -1 (--fast) the adaptive stage alone, -6 the default, -9 (--best) the smallest
       -T N threads (0: all cores), -q quiet, -v verbose; --model, --lanes, --block-size, --frame-size, --adapt,
       --device
     Or the commands below (`shazip COMMAND --help`)."""
@@ -332,6 +345,7 @@ def main() -> None:
 @click.argument("file")
 @click.option("-o", "--output", help="Output file (default FILE.shz).")
 @_file_options
+@_level_options
 @click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
 @click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
@@ -342,13 +356,13 @@ def main() -> None:
 @click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="int8", show_default=True,
               help="int8: integer-exact, decodes on any machine. float32: reference; decodes only "
                    "on this machine with the same --threads.")
-def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, model: str,
-             lanes: int, block_size: int, frame_size: int, threads: int, device: str, quiet: bool, adapt: str,
+def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, level: int,
+             model: str, lanes: int, block_size: int, frame_size: int, threads: int, device: str, quiet: bool, adapt: str,
              engine: str) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
 
-    coding = dict(model=model, lanes=lanes or None, block_size=block_size, frame_size=frame_size, threads=threads,
-                  engine=engine, adapt=adapt, device=device)
+    coding = dict(model=model, level=level, lanes=lanes or None, block_size=block_size, frame_size=frame_size,
+                  threads=threads, engine=engine, adapt=adapt, device=device)
     run_command(lambda: compress_file(file, _destination(file, output, to_stdout, lambda s: s + SUFFIX), force,
                                       _removing(keep, remove), quiet, coding))
 
@@ -441,6 +455,7 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("-T", "--threads", default=0, show_default=True,
               help="CPU threads: N frames coded at once, or a frame's lanes split N ways; 0: every available core.")
 @click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True, help="Where the int8 engine runs: cpu (the native core), cuda (a GPU, through torch with CUDA), auto (cuda where there is one). Archives are the same bytes on every device.")
+@_level_options
 @click.option("--model", default=None, help="Model name or file [compress: default].")
 @click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True)
@@ -454,15 +469,15 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
                    "sees, or fsspec URLs.")
 def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
                   output: str | None, recursive: bool, quiet: bool, verbose: bool, threads: int, device: str,
-                  model: str | None, lanes: int, block_size: int, frame_size: int, adapt: str, recover: bool,
+                  level: int, model: str | None, lanes: int, block_size: int, frame_size: int, adapt: str, recover: bool,
                   scheduler: str | None) -> None:
     """gzip-style use: every FILE in turn; one bad file does not stop the others, and the exit
     status is the worst one."""
     archives_only = mode != "compress"
     inputs = _walk(files or ("-",), recursive,
                    (lambda f: f.endswith(SUFFIX)) if archives_only else (lambda f: not f.endswith(SUFFIX)))
-    coding = dict(model=model or "default", lanes=lanes or None, block_size=block_size, frame_size=frame_size,
-                  threads=threads, engine="int8", adapt=adapt, device=device)
+    coding = dict(model=model or "default", level=level, lanes=lanes or None, block_size=block_size,
+                  frame_size=frame_size, threads=threads, engine="int8", adapt=adapt, device=device)
 
     def one(file: str) -> None:
         dest = None

@@ -95,12 +95,14 @@ class CodingStats:
         self.methods.update(other.methods)
 
 
-def _native(engine: IntEngine, n: int, lanes: int, stage: AdaptiveStage | None, progress, measure: bool = False,
-            data: bytes | None = None, payload: bytes | None = None, overrun: int = -1):
+def _native(engine: IntEngine | None, n: int, lanes: int, stage: AdaptiveStage | None, progress,
+            measure: bool = False, data: bytes | None = None, payload: bytes | None = None, overrun: int = -1):
     """A block through the core's loop, a chunk of steps per call; returns the finished job.
-    `overrun`: the most bytes its decoder may read past the payload (-1: any number)."""
-    job = core.load().Job(engine.model, engine.pool, n, lanes, stage=stage.native if stage else None, data=data,
-                          payload=payload, measure=measure, overrun=overrun)
+    `engine` None: a stage without the NN input, alone. `overrun`: the most bytes its decoder
+    may read past the payload (-1: any number)."""
+    job = core.load().Job(engine and engine.model, engine and engine.pool, n, lanes,
+                          stage=stage.native if stage else None, data=data, payload=payload, measure=measure,
+                          overrun=overrun)
     steps = max(1, CHUNK_BYTES // lanes)
     try:
         while not job.done:
@@ -161,10 +163,11 @@ def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=No
     return run_lanes(engine, code, n, lanes, None, progress)
 
 
-def mixed_encode(engine: IntEngine | TwinEngine, stage: AdaptiveStage, data: bytes, lanes: int, progress=None,
-                 stats: CodingStats | None = None) -> bytes:
+def mixed_encode(engine: IntEngine | TwinEngine | None, stage: AdaptiveStage, data: bytes, lanes: int,
+                 progress=None, stats: CodingStats | None = None) -> bytes:
+    """`engine` None: the stage has no NN input (the model is never run)."""
     n = len(data)
-    if isinstance(engine, IntEngine):
+    if engine is None or isinstance(engine, IntEngine):
         job = _native(engine, n, lanes, stage, progress, stats is not None, data=data)
         _record(stats, n, job.model_bits, job.coded_bits)
         return job.result()
@@ -184,9 +187,9 @@ def mixed_encode(engine: IntEngine | TwinEngine, stage: AdaptiveStage, data: byt
     return payload
 
 
-def mixed_decode(engine: IntEngine | TwinEngine, stage: AdaptiveStage, payload: bytes, n: int, lanes: int,
+def mixed_decode(engine: IntEngine | TwinEngine | None, stage: AdaptiveStage, payload: bytes, n: int, lanes: int,
                  progress=None, overrun: int = -1) -> bytes:
-    if isinstance(engine, IntEngine):
+    if engine is None or isinstance(engine, IntEngine):
         return _native(engine, n, lanes, stage, progress, payload=payload, overrun=overrun).result()
     dec = stage.decoder(lanes, -(-n // lanes), payload, overrun)
 
@@ -243,7 +246,7 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, prog
         else:
             stage = get_stage()
             snapshot = stage.snapshot()
-            payload = mixed_encode(get_engine(), stage, data, k, progress, stats)
+            payload = mixed_encode(_engine_for(stage, get_engine), stage, data, k, progress, stats)
         candidates.append((by_model, k, payload))
     elif progress is not None:
         progress(len(data))
@@ -261,6 +264,11 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, prog
     return best
 
 
+def _engine_for(stage: AdaptiveStage, get_engine: Callable[[], Engine]) -> Engine | None:
+    """The engine a stage needs: none (and no model loaded) for a stage without the NN input."""
+    return get_engine() if stage.params.nn else None
+
+
 def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, payload: bytes, n: int,
                  progress=None, get_stage: Callable[[], AdaptiveStage] | None = None, overrun: int = -1) -> bytes:
     """`get_engine` (and `get_stage`) are called only for model-coded blocks, so archives of
@@ -273,7 +281,8 @@ def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, p
             return model_decode(get_engine(), payload, n, lanes, progress, overrun)
         if get_stage is None:
             raise CorruptArchive("a mixed block in an archive without an adaptive stage")
-        return mixed_decode(get_engine(), get_stage(), payload, n, lanes, progress, overrun)
+        stage = get_stage()
+        return mixed_decode(_engine_for(stage, get_engine), stage, payload, n, lanes, progress, overrun)
     if lanes != 1:
         raise CorruptArchive(f"{lanes} lanes on a block that is not model-coded")
     if method == Method.ZSTD:

@@ -1,6 +1,8 @@
 """The user-facing choices and defaults, in a module that imports nothing heavy, so that the
 command line can show its help and version without loading torch (the API checks them too)."""
 
+from dataclasses import dataclass
+
 DEFAULT_LANES = 32  # the most lanes the automatic choice uses (lanes 0 on the command line)
 MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
 # Lanes per block. Each lane starts the model cold, and lanes interleave in the adaptive stage's
@@ -10,10 +12,30 @@ MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small`
 # (benchmarks/README.md, "Structured text"): lanes of at least 16 KB instead of 2 KB make the
 # archives 0.8 % smaller (logs 6 %, JSON 3 %) and were no slower.
 LANE_FLOOR = 256  # what archives may hold: at most n // 256 lanes (every shazip encoder keeps to it)
-MIN_LANE = 16384  # the automatic choice on the CPU: at most DEFAULT_LANES lanes, none shorter than this
-MIN_LANE_GPU = 2048  # ... and on a GPU
+MIN_LANE_GPU = 2048  # the automatic choice on a GPU: at most DEFAULT_LANES lanes, none shorter than this
+ONE_LANE = 1 << 40  # a shortest lane no block reaches: one lane per block
+
+
+@dataclass(frozen=True)
+class Level:
+    """What a compression level (-1 .. -9) chooses. Every choice is recorded in the archive, so
+    a decoder is told nothing. Measured on the suite: benchmarks/README.md, "Levels"."""
+
+    model: bool  # the neural model; without it the adaptive stage codes alone (~15x faster)
+    stage: int  # the adaptive stage's models: version 1's set or version 2's (structured text)
+    min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
+
+
+LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 2, ONE_LANE), 3: Level(True, 2, 2048),
+          4: Level(True, 2, 4096), 5: Level(True, 2, 8192), 6: Level(True, 2, 16384), 7: Level(True, 2, 65536),
+          8: Level(True, 2, 262144), 9: Level(True, 2, ONE_LANE)}
+DEFAULT_LEVEL = 6
+MIN_LANE = LEVELS[DEFAULT_LEVEL].min_lane  # the default level's automatic choice on the CPU
 LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts the model cold. 0: automatic, at "
-              f"most {DEFAULT_LANES} and none shorter than 16 KB (2 KB on a GPU).")
+              f"most {DEFAULT_LANES} and none shorter than the level's (16 KB at -6; 2 KB on a GPU).")
+LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone, no neural model (-1 its version "
+               "1 models), about 15x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower): "
+               "-6 (the default) lanes of 16 KB or more, -9 (--best) one lane per block.")
 DEFAULT_BLOCK_SIZE = 2 << 20
 # Input bytes per frame (an independent archive: frames.py). Each frame starts the adaptive
 # stage cold; measured in benchmarks/README.md "Frames".

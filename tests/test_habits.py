@@ -6,11 +6,16 @@ from __future__ import annotations
 import io
 import sys
 import time
+from pathlib import Path
+
+import pytest
 
 import shazip
 from shazip.cli import ProgressBar
 
 from test_cli import assert_ok, listing, run
+
+DATA = Path(__file__).parent / "data"
 
 
 def test_an_archive_is_not_compressed_again(tmp_path):
@@ -111,3 +116,47 @@ def test_an_empty_file_costs_little(tmp_path):
     assert shazip.decompress(empty + shazip.compress(b"x") + empty) == b"x"
     d = shazip.ShazipDecompressor()
     assert d.decompress(empty + b"SHZ") == b"" and d.eof and d.unused_data == b"SHZ"
+
+
+def test_levels_record_what_they_chose_and_decode_without_being_told(trained, text):
+    """-1 and -2 code with the adaptive stage alone (no NN input; version 1's and version 2's
+    models) in one lane; -3 .. -9 add the model in ever longer lanes (2 KB at -3, 16 KB at the
+    default -6, one lane at -9). The archive records every choice: decoding takes no level."""
+    from shazip.adaptive import AdaptiveParams
+    from shazip.container import describe
+    data = text[:40000]
+    lanes = {}
+    for level in range(1, 10):
+        blob = shazip.compress(data, model=trained, level=level)
+        head = describe(io.BytesIO(blob))[0]
+        params = AdaptiveParams.unpack(bytes.fromhex(head["adapt_params"]), head["adapt_version"])
+        assert params.nn == (level >= 3) and head["adapt_version"] == (1 if level == 1 else 2)
+        lanes[level] = [b["lanes"] for b in head["blocks"]]
+        assert shazip.decompress(blob, model=trained) == data
+    assert [lanes[k] for k in range(1, 10)] == [[1], [1], [19], [9], [4], [2], [1], [1], [1]]
+    assert shazip.compress(data, model=trained) == shazip.compress(data, model=trained, level=6)
+    for bad in (0, 10):
+        with pytest.raises(shazip.ShazipError, match="level must be between 1 and 9"):
+            shazip.compress(data, model=trained, level=bad)
+    with pytest.raises(shazip.ShazipError, match="cannot be off"):
+        shazip.compress(data, model=trained, level=1, adapt="none")
+
+
+def test_level_flags_as_gzip_has_them(tmp_path):
+    """-1 .. -9, --fast (-1) and --best (-9), in the gzip-style form and in `compress`; no flag is
+    -6; the bytes are the API's at that level."""
+    src = tmp_path / "t.txt"
+    data = (DATA / "wiki.xml").read_bytes()[:6000]
+    src.write_bytes(data)
+    model = DATA / "tiny-trained.safetensors"
+    out = {}
+    for flags in (["-1"], ["--fast"], ["-2"], ["-3"], ["-6"], [], ["-9"], ["--best"]):
+        r = run(*flags, "-c", "--model", model, src)
+        assert_ok(r)
+        out[" ".join(flags)] = r.stdout_bytes
+    assert out["-1"] == out["--fast"] and out["-9"] == out["--best"] and out[""] == out["-6"]
+    assert len({out["-1"], out["-2"], out["-3"], out["-9"]}) == 4  # 6 KB: -6 is one lane, as -9
+    r = run("compress", "-9", "-c", "--model", model, src)
+    assert_ok(r)
+    assert r.stdout_bytes == out["-9"] == shazip.compress(data, model=str(model), level=9)
+    assert run("-0", "-c", "--model", model, src).exit_code == 2  # no such level: a usage error

@@ -13,6 +13,7 @@ void bind_block(py::module_& m) {
                        std::shared_ptr<stage::Stage> stage, std::optional<py::bytes> data,
                        std::optional<py::bytes> payload, bool measure, i64 overrun) {
              require(data.has_value() != payload.has_value(), "give the block's data (encoding) or payload (decoding)");
+             require(model || (stage && !stage->params().nn), "only a stage without the NN input runs without a model");
              const i64 span = n ? (n + lanes - 1) / lanes : 1;
              std::unique_ptr<block::SymbolCoder> coder;
              std::string bytes;

@@ -16,8 +16,8 @@ Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> 
   if (data) std::copy(data, data + n, grid_.begin());
   prev_.assign(size_t(lanes), BOS);
   sym_.assign(size_t(lanes), 0);
-  freq_.assign(size_t(lanes) * 256, 0);
-  state_ = model_->new_state(lanes);
+  freq_.assign(size_t(lanes) * 256, 1);  // without a model: uniform rows, which a stage without its NN input ignores
+  if (model_) state_ = model_->new_state(lanes);
 }
 
 i64 Job::run(i64 steps) {
@@ -25,13 +25,13 @@ i64 Job::run(i64 steps) {
   for (i64 s = 0; s < steps && t_ < span_; ++s, ++t_) {
     while (active_ > 0 && std::min(span_, n_ - (active_ - 1) * span_) <= t_) --active_;  // lane lengths
     const i64 k = active_;
-    model_->step(*state_, prev_.data(), k, freq_.data(), *pool_);
+    if (model_) model_->step(*state_, prev_.data(), k, freq_.data(), *pool_);
     if (encoding_)
       for (i64 b = 0; b < k; ++b) sym_[size_t(b)] = grid_[size_t(b * span_ + t_)];
     coder_->code(freq_.data(), sym_.data(), k);
     for (i64 b = 0; b < k; ++b) {
       grid_[size_t(b * span_ + t_)] = prev_[size_t(b)] = sym_[size_t(b)];
-      if (measure_) {
+      if (measure_ && model_) {
         const i64* f = &freq_[size_t(b * 256)];
         i64 sum = 0;
         for (int j = 0; j < 256; ++j) sum += f[j];

@@ -33,7 +33,8 @@ class SymbolCoder {
 
 class Job {
  public:
-  // data: the block's bytes (encoding) or nullptr (decoding, n bytes to produce)
+  // data: the block's bytes (encoding) or nullptr (decoding, n bytes to produce). model: nullptr
+  // for a stage without the NN input (its rows are then uniform and never read)
   Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool, std::unique_ptr<SymbolCoder> coder,
       i64 n, i64 lanes, const u8* data, bool measure);
   // Runs at most `steps` steps; returns the bytes coded by them (all lanes together).

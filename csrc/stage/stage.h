@@ -272,6 +272,7 @@ class Stage {
   }
 
   const Tables& tables() const { return *tb_; }
+  const Params& params() const { return prm_; }
   u64 position() const { return pos_; }
   size_t bytes() const {
     size_t n = ring_.size() + heads_.size() * sizeof(u64) + direct_.size();
