@@ -712,7 +712,11 @@ def _describe_model(name: str, e: dict) -> list[str]:
     lines = [f"{name}: {e['file']}, {e.get('bytes', 0) / 1e6:.1f} MB, {e.get('params', 0) / 1e6:.2f}M params "
              f"({f.pop('config_name', '?')}), id {e['sha256']}"]
     if "bytes_seen" in f:
-        lines.append(f"  trained on {f.pop('bytes_seen') / 1e6:.1f} MB in {f.pop('steps', '?')} steps, "
+        before = f.pop("bytes_seen_before", 0)  # the warm start's own training, in earlier runs
+        seen = f.pop("bytes_seen")
+        lines.append(f"  trained on {seen / 1e6:.1f} MB in {f.pop('steps', '?')} steps"
+                     + (f", warm-started from weights trained on {before / 1e6:.1f} MB "
+                        f"({(seen + before) / 1e6:.1f} MB in all)" if before else "") + ", "
                      f"valid {f.pop('valid_bpc', '?')} bits/byte; "
                      + ", ".join(f"{k}={v}" for k, v in f.items() if k != "params"))
     if b:

@@ -49,6 +49,9 @@ def test_bench_writes_every_column_for_every_compressor(result, text):
     assert {"cpu", "cpu_count", "kernels", "shazip", "python"} <= set(r["machine"])
     assert (out / "bench.md").read_text() == stdout
     assert "| **total** |" in stdout and "projected" in stdout
+    lines = stdout.splitlines()  # the projected total is a row of the Hutter-style table, right after its total
+    at = next(i for i, line in enumerate(lines) if "projected from" in line)
+    assert lines[at].startswith("| enwik8 total") and lines[at - 1].startswith("| **total** |")
 
 
 def test_bench_shazip_row_totals_add_up(result):

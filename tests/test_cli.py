@@ -495,6 +495,14 @@ def test_models_runs():
     assert r.stdout.strip()
 
 
+def test_models_tell_a_warm_started_models_whole_training():
+    from shazip.cli import _describe_model
+    entry = {"file": "m.safetensors", "sha256": "ab" * 32, "figures": {"bytes_seen": 39_700_000, "steps": 5000,
+                                                                       "bytes_seen_before": 175_200_000}}
+    text = "\n".join(_describe_model("m", entry))
+    assert "trained on 39.7 MB in 5000 steps, warm-started from weights trained on 175.2 MB (214.9 MB in all)" in text
+
+
 def test_version_and_help():
     r = run("--version")
     assert_ok(r)

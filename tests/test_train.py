@@ -555,6 +555,8 @@ def test_fine_tune_an_existing_model(tmp_path, text, trained):
     assert_ok(r)
     tuned = load_model(out / "ft.safetensors")
     assert tuned.model.cfg == trained.model.cfg
+    # what the start had seen is carried on (issue 25, item 10: `shazip models` tells the whole training)
+    assert tuned.info["bytes_seen_before"] == trained.info["bytes_seen"] + trained.info.get("bytes_seen_before", 0)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     sample = corpus.read_bytes()[-3000:]
     assert shazip.decompress(shazip.compress(sample, model=tuned), model=tuned) == sample

@@ -221,8 +221,11 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
     if args.mem_len is not None:
         overrides["mem_len"] = args.mem_len
     torch.manual_seed(args.seed)
+    seen_before = 0  # bytes the warm start's weights had already been trained on, in all its runs
     if args.init is not None:  # warm start: the shape and weights of an existing model file
-        start = load_model(args.init).model
+        loaded_init = load_model(args.init)
+        seen_before = int(loaded_init.info.get("bytes_seen", 0)) + int(loaded_init.info.get("bytes_seen_before", 0))
+        start = loaded_init.model
         cfg = replace(start.cfg, **overrides)
         model = SHARNN(cfg)
         model.load_state_dict(start.state_dict())
@@ -351,6 +354,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         export.load_state_dict(model.state_dict())
         export.collapse_vs()  # params as shipped: the value gate is a constant
         info = {"params": export.num_params(), "bytes_seen": bytes_seen, "steps": step,
+                **({"bytes_seen_before": seen_before} if seen_before else {}),
                 "valid_bpc": final["valid_bpc"], "config_name": args.config,
                 "qat_steps": args.qat_steps if model.qat else 0,
                 "cooldown_steps": args.cooldown if args.steps is not None and step >= args.steps else 0}
