@@ -21,7 +21,7 @@ class Level:
     """What a compression level (-1 .. -9) chooses. Every choice is recorded in the archive, so
     a decoder is told nothing. Measured on the suite: benchmarks/README.md, "Levels"."""
 
-    model: bool  # the neural model; without it the adaptive stage codes alone (~15x faster)
+    model: bool  # the neural model; without it the adaptive stage codes alone (~9x faster on the suite)
     stage: int  # the adaptive stage's models: version 1's set or version 2's (structured text)
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
 
@@ -34,8 +34,9 @@ MIN_LANE = LEVELS[DEFAULT_LEVEL].min_lane  # the default level's automatic choic
 LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts the model cold. 0: automatic, at "
               f"most {DEFAULT_LANES} and none shorter than the level's (16 KB at -6; 2 KB on a GPU).")
 LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone, no neural model (-1 its version "
-               "1 models), about 15x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower): "
-               "-6 (the default) lanes of 16 KB or more, -9 (--best) one lane per block.")
+               "1 models), about 9x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower): "
+               "-6 (the default) lanes of 16 KB or more, -9 (--best) one lane per block (on a GPU: lanes of 2 KB or more "
+               "at every level).")
 DEFAULT_BLOCK_SIZE = 2 << 20
 # Input bytes per frame (an independent archive: frames.py). Each frame starts the adaptive
 # stage cold; measured in benchmarks/README.md "Frames".
