@@ -334,7 +334,7 @@ def main() -> None:
       shazip -d FILE.shz... decompress (also: unshazip); -c to standard output (shazcat)
       shazip -t FILE.shz... decode and verify, write nothing;  -l: list the archive
       shazip                with no FILE or with -: a filter, standard input to standard output
-      -k keep (the default), -f overwrite, -o NAME (one input), -r recurse into directories,
+      -k keep (the default), -f overwrite, -o NAME (one input), -S .SUF suffix, -r recurse into directories,
       -1 .. -9 levels: -1 (--fast) the adaptive stage alone, -6 the default, -9 (--best) the smallest
       -T N threads (0: all cores), -q quiet, -v verbose; --model, --lanes, --block-size, --frame-size, --adapt,
       --device
@@ -461,6 +461,7 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True)
 @click.option("--frame-size", default=DEFAULT_FRAME_SIZE, show_default=True, help=FRAME_HELP)
 @click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True)
+@click.option("-S", "--suffix", default=SUFFIX, show_default=True, help="The archives' file name suffix.")
 @click.option("--recover", is_flag=True, help="Decompress: write every intact frame of a damaged archive, name "
               "the byte ranges lost, and exit 1.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
@@ -470,12 +471,14 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
                   output: str | None, recursive: bool, quiet: bool, verbose: bool, threads: int, device: str,
                   level: int, model: str | None, lanes: int, block_size: int, frame_size: int, adapt: str, recover: bool,
-                  scheduler: str | None) -> None:
+                  scheduler: str | None, suffix: str) -> None:
     """gzip-style use: every FILE in turn; one bad file does not stop the others, and the exit
     status is the worst one."""
+    if not suffix or "/" in suffix or suffix in (".", ".."):
+        raise click.BadParameter("a suffix is a non-empty file name ending, without '/'", param_hint="'-S'")
     archives_only = mode != "compress"
     inputs = _walk(files or ("-",), recursive,
-                   (lambda f: f.endswith(SUFFIX)) if archives_only else (lambda f: not f.endswith(SUFFIX)))
+                   (lambda f: f.endswith(suffix)) if archives_only else (lambda f: not f.endswith(suffix)))
     coding = dict(model=model or "default", level=level, lanes=lanes or None, block_size=block_size,
                   frame_size=frame_size, threads=threads, engine="int8", adapt=adapt, device=device)
 
@@ -488,21 +491,22 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
         elif mode == "test":
             decompress_file(file, None, force, False, quiet, model, threads, device, test=True)
         elif mode == "decompress":
-            dest = _destination(file, output, to_stdout, _strip_suffix)
+            dest = _destination(file, output, to_stdout, lambda src: _strip_suffix(src, suffix))
             if scheduler:
                 _on_cluster(scheduler, file, dest, force, None, model, device)
             else:
                 decompress_file(file, dest, force, remove, quiet, model, threads, device, recover=recover)
         else:
-            if file.endswith(SUFFIX) and not force:
-                raise Skipped(f"{file}: already has the {SUFFIX} suffix -- unchanged (-f compresses it again)")
-            dest = _destination(file, output, to_stdout, lambda s: s + SUFFIX)
+            if file.endswith(suffix) and not force:
+                raise Skipped(f"{file}: already has the {suffix} suffix -- unchanged (-f compresses it again)")
+            dest = _destination(file, output, to_stdout, lambda src: src + suffix)
             if scheduler:
                 _on_cluster(scheduler, file, dest, force, coding, None, device)
             else:
                 compress_file(file, dest, force, remove, quiet, coding)
         if verbose and file != "-":
-            click.echo(f"{file}: " + (_summary(file, dest) if mode in ("compress", "decompress") else "OK"), err=True)
+            click.echo(f"{file}: " + (_summary(file, dest, mode == "compress") if mode in ("compress", "decompress")
+                                      else "OK"), err=True)
 
     def body() -> None:
         if output is not None and len(inputs) != 1:
@@ -544,12 +548,12 @@ def _removing(keep: bool, remove: bool) -> bool:
     return remove
 
 
-def _summary(src: str, dest: str | None) -> str:
+def _summary(src: str, dest: str | None, compressed: bool) -> str:
     """`-v`: what became of a file, e.g. "425,000 -> 80,000 bytes (1.506 bits/byte), a.txt.shz"."""
     if dest is None:
         return "done (to standard output)"
     a, b = os.path.getsize(src), os.path.getsize(dest)
-    plain, packed = (a, b) if dest.endswith(SUFFIX) else (b, a)
+    plain, packed = (a, b) if compressed else (b, a)
     rate = f" ({8 * packed / plain:.3f} bits/byte)" if plain else ""
     return f"{a:,} -> {b:,} bytes{rate}, {dest}"
 
@@ -564,10 +568,10 @@ def shazcat() -> None:
     main(["-d", "-c", *sys.argv[1:]], prog_name="shazcat")
 
 
-def _strip_suffix(src: str) -> str:
-    if not src.endswith(SUFFIX) or os.path.basename(src) == SUFFIX:
-        raise UsageError(f"{src}: unknown suffix (expected {SUFFIX}; use -o to name the output)")
-    return src[: -len(SUFFIX)]
+def _strip_suffix(src: str, suffix: str = SUFFIX) -> str:
+    if not src.endswith(suffix) or os.path.basename(src) == suffix:
+        raise UsageError(f"{src}: unknown suffix (expected {suffix}; use -o to name the output)")
+    return src[: -len(suffix)]
 
 
 @main.command()

@@ -160,3 +160,19 @@ def test_level_flags_as_gzip_has_them(tmp_path):
     assert_ok(r)
     assert r.stdout_bytes == out["-9"] == shazip.compress(data, model=str(model), level=9)
     assert run("-0", "-c", "--model", model, src).exit_code == 2  # no such level: a usage error
+
+
+def test_suffix_names_the_archives_as_gzip_s_does(tmp_path):
+    """-S/--suffix: the ending added, looked for, and taken off again (gzip's -S)."""
+    src = tmp_path / "a.txt"
+    src.write_bytes(b"suffix " * 300)
+    model = DATA / "tiny-trained.safetensors"
+    assert_ok(run("-q", "-S", ".sz", "--model", model, src))
+    assert listing(tmp_path) == ["a.txt", "a.txt.sz"]
+    r = run("-q", "-S", ".sz", "--model", model, tmp_path / "a.txt.sz")  # already an archive: left alone
+    assert r.exit_code == 2 and "already has the .sz suffix" in r.stderr
+    src.unlink()
+    assert_ok(run("-d", "-q", "--suffix", ".sz", "--model", model, tmp_path / "a.txt.sz"))
+    assert src.read_bytes() == b"suffix " * 300
+    r = run("-d", "-q", "-S", "", tmp_path / "a.txt.sz")
+    assert r.exit_code == 2 and "suffix" in r.stderr
