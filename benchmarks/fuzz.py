@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 import shazip
+from shazip.adaptive import AdaptiveParams
 from shazip.container import Method
 from shazip.errors import ShazipError
 from shazip.modelfile import load_model
@@ -47,7 +48,7 @@ def main() -> None:
     data = text[:2000] + random.Random(1).randbytes(600) + text[2000:3000]
     other = text[3000:5000] + random.Random(2).randbytes(600) + text[5000:6000]
     codings = ((frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
-               (frozenset(Method), "cm"))
+               (frozenset(Method), "cm"), (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams(nn=False)))
     archives, donors = ([shazip.compress(d, model=model, block_size=900, lanes=3, methods=m, adapt=a)
                          for m, a in codings] for d in (data, other))
     rng = random.Random(args.seed)

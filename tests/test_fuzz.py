@@ -12,13 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import shazip
+from shazip.adaptive import AdaptiveParams
 from shazip.container import Method
 from shazip.errors import ShazipError
 
 from shazip.testing import MUTATIONS, Layout, mutate
 
 FUZZED = [(frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
-          (frozenset(Method), "cm")]
+          (frozenset(Method), "cm"), (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams(nn=False))]  # -1, -2
 
 
 @pytest.fixture(scope="module")
