@@ -65,10 +65,11 @@ class StateMap {
 class Mixer {
  public:
   Mixer() = default;
-  // warm > 0: each weight set learns faster while young, at lr * (1 + 3 warm / (warm + n)) (floor)
+  // warm > 0: each weight set learns faster while young, at lr + floor(3 lr warm / (warm + n))
   // after n updates of the set; 0: always at lr
   Mixer(int inputs, int sets, int lr, const std::vector<i32>& init, int warm = 0)
-      : n_(inputs), lr_(lr), warm_(warm), w_(size_t(inputs) * sets), seen_(warm ? sets : 0, 0) {
+      : n_(inputs), lr_(lr), warm_(warm), top_(i64(lr) * 3 * warm), w_(size_t(inputs) * sets),
+        seen_(warm ? sets : 0, 0) {
     for (int s = 0; s < sets; ++s) std::copy(init.begin(), init.end(), w_.begin() + size_t(s) * inputs);
   }
   // returns x_mix (the clamped stretch-domain output)
@@ -82,10 +83,9 @@ class Mixer {
     i32* w = &w_[size_t(set) * n_];
     const i64 err = (i64(y) << 16) - p16;
     i64 lr = lr_;
-    if (warm_) {
+    if (warm_) {  // the boost is 0 once warm + n > top: the count (and the division) stop there
       u32& n = seen_[size_t(set)];
-      lr += i64(lr_) * 3 * warm_ / (warm_ + i64(n));
-      n += n < (1u << 30);
+      if (warm_ + i64(n) <= top_) lr += top_ / (warm_ + i64(n++));
     }
     for (int i = 0; i < n_; ++i) {
       const i64 nw = w[i] + ((i64(x[i]) * err * lr + (i64(1) << 19)) >> 20);
@@ -96,8 +96,9 @@ class Mixer {
 
  private:
   int n_ = 0, lr_ = 0, warm_ = 0;
+  i64 top_ = 0;  // 3 lr warm
   std::vector<i32> w_;
-  std::vector<u32> seen_;  // updates of each set (while warm_)
+  std::vector<u32> seen_;  // updates of each set (while warm_), until its boost is 0
 };
 
 // Adaptive probability map: refines a probability given a context by interpolating

@@ -84,7 +84,7 @@
 //                  mixer of (x_1, x_2, x_3, x_4), a set per bit position k, initial weights 16384,
 //                  in place of floor((x_1 + x_2) / 2).
 //   WARM           a mixer's rate for a set updated n times before: LR + floor(LR * 3 * 1024 /
-//                  (1024 + n)) (n counts to 2**30).
+//                  (1024 + n)) (n need not count past the boost's end).
 // The only floating point is the optional measurement of the ideal code length (sum of
 // -log2 p of the coded bits), which is reported and never read back.
 #pragma once
@@ -380,7 +380,8 @@ class Stage {
         }
       }
       x[n++] = 256;  // bias
-      // two weight sets, by bit position and match length, and by the partial byte
+      // weight sets by bit position and match length, and by the partial byte (LAYERED: also by
+      // c1 and by how many contexts are known, then a final mixer)
       const int set1 = k + 8 * (expect[0] < 0 ? 0 : 1 + (band[0] >= 16) + (band[0] >= 28));
       const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
       int x3 = 0, x4 = 0, xf[FINAL_INPUTS];
