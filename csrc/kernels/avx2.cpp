@@ -36,6 +36,7 @@ static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __re
 }
 
 #include "kernels/generic.h"
+#include "kernels/norm256.h"
 
 // ---- GEMM. Weights are packed as int8 in panels of 16 columns: for each pair of rows k
 // (2kk, 2kk + 1) of w, 16 columns x 2 values, so one 128-bit load, widened to int16, holds 8

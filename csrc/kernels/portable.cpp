@@ -57,7 +57,8 @@ static void gemm(const i8* a, i64 rows, i64 K, i64 N_, const u8* packed, i32* c,
   }
 }
 
-// the table's attention kernels: generic.h's plain loops
+// the table's LayerNorm and attention kernels: generic.h's plain loops
+constexpr auto layer_norm = layer_norm_generic;
 constexpr auto dots = dots_generic;
 constexpr auto mix = mix_generic;
 

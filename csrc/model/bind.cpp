@@ -4,6 +4,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
+
 #include "model/model.h"
 
 namespace py = pybind11;
@@ -99,6 +101,41 @@ std::vector<u8> prev_bytes(const py::array& prev) {
   return bytes;
 }
 
+// One kernel alone, for tests of the cases a model rarely reaches (rows past a fast path's
+// range, the weight -128): `path`'s layer_norm of int64 rows [rows, d].
+py::array_t<i64> kernel_layer_norm(const std::string& path, const py::array_t<i64, py::array::c_style | py::array::forcecast>& x,
+                                   const py::array_t<i64, py::array::c_style | py::array::forcecast>& gain,
+                                   const py::array_t<i64, py::array::c_style | py::array::forcecast>& bias) {
+  const kernels::Kernels& k = kernels::select_kernels(path);
+  require(x.ndim() == 2 && gain.ndim() == 1 && bias.ndim() == 1, "x must be [rows, d], gain and bias [d]");
+  const i64 rows = x.shape(0), d = x.shape(1);
+  require(gain.shape(0) == d && bias.shape(0) == d && d > 0, "gain and bias must have x's width");
+  for (i64 i = 0; i < rows * d; ++i) require(std::abs(x.data()[i]) <= kernels::R_MAX, "x exceeds the residual range");
+  for (i64 i = 0; i < d; ++i)
+    require(std::abs(gain.data()[i]) < (i64(1) << 40) && std::abs(bias.data()[i]) <= kernels::R_MAX,
+            "gain or bias out of range");
+  py::array_t<i64> y({rows, d});
+  for (i64 r = 0; r < rows; ++r) k.layer_norm(x.data() + r * d, gain.data(), bias.data(), d, y.mutable_data() + r * d);
+  return y;
+}
+
+// `path`'s gemm: int32 [rows, N] = a int8 [rows, K] (|a| <= 127) @ w int8 [K, N].
+py::array_t<i32> kernel_gemm(const std::string& path, const py::array_t<i8, py::array::c_style | py::array::forcecast>& a,
+                             const py::array_t<i8, py::array::c_style | py::array::forcecast>& w) {
+  const kernels::Kernels& k = kernels::select_kernels(path);
+  require(a.ndim() == 2 && w.ndim() == 2 && a.shape(1) == w.shape(0), "a must be [rows, K] and w [K, N]");
+  const i64 rows = a.shape(0), K = a.shape(1), N = w.shape(1);
+  require(K > 0 && N > 0, "K and N must be positive");
+  for (i64 i = 0; i < rows * K; ++i) require(a.data()[i] != -128, "a row's entries must be within +-127");
+  Aligned packed, scratch;
+  packed.resize(k.packed_bytes(K, N));
+  k.pack(w.data(), K, N, packed.data());
+  scratch.resize(k.gemm_scratch_bytes(rows, K));
+  py::array_t<i32> c({rows, N});
+  k.gemm(a.data(), rows, K, N, packed.data(), c.mutable_data(), scratch.data());
+  return c;
+}
+
 }  // namespace
 }  // namespace shazip::model
 
@@ -108,6 +145,10 @@ void bind_model(py::module_& m) {
 
   m.def("contract", &contract, "The numerics constants and array names this core was compiled with.");
   m.def("available_kernels", &kernels::available_kernels, "The kernel paths this CPU runs, slowest first.");
+  m.def("kernel_layer_norm", &kernel_layer_norm, py::arg("path"), py::arg("x"), py::arg("gain"), py::arg("bias"),
+        "One kernel path's LayerNorm of int64 rows (tests).");
+  m.def("kernel_gemm", &kernel_gemm, py::arg("path"), py::arg("a"), py::arg("w"),
+        "One kernel path's int8 GEMM, a [rows, K] @ w [K, N] -> int32 (tests).");
 
   py::class_<ThreadPool, std::shared_ptr<ThreadPool>>(m, "ThreadPool", "A team of threads for Model.step (the caller is one of them).")
       .def(py::init<int>(), py::arg("threads"))

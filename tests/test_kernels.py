@@ -1,0 +1,127 @@
+"""Single kernels on every path this CPU runs against the torch twin's formulas, at the edges a
+trained model rarely reaches: LayerNorm rows whose products leave the float64 fast path (so the
+path falls back to exact int64 arithmetic), widths that are no multiple of the vector, gains and
+offsets at their bounds; GEMMs with the weight -128 (outside the sign trick's range), every
+residue of K and N, and the extreme products."""
+
+from __future__ import annotations
+
+import math
+import numpy as np
+import pytest
+import torch
+
+from shazip import _core, quant
+from shazip.numerics import R_MAX
+
+PATHS = _core.available_kernels()
+
+
+def twin_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    return quant.QNorm(torch.from_numpy(gain), torch.from_numpy(bias))(torch.from_numpy(x)).numpy()
+
+
+def norm_case(rng: np.random.Generator, rows: int, d: int, x_bits: int, gain_bits: int) -> tuple:
+    x = rng.integers(-(1 << x_bits), 1 << x_bits, (rows, d)).clip(-R_MAX, R_MAX)
+    gain = rng.integers(-(1 << gain_bits), 1 << gain_bits, d)
+    bias = rng.integers(-R_MAX, R_MAX + 1, d)
+    return x, gain, bias
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("d", [256, 4, 7, 96, 2052])
+@pytest.mark.parametrize("x_bits,gain_bits", [(14, 30), (20, 30), (21, 39), (3, 39), (1, 2)])
+def test_layer_norm_equals_twin(path, d, x_bits, gain_bits):
+    """(21, 39): products near 2**60, past float64's exact range: the fallback must give the same."""
+    x, gain, bias = norm_case(np.random.default_rng(d * 100 + x_bits), 6, d, x_bits, gain_bits)
+    np.testing.assert_array_equal(_core.kernel_layer_norm(path, x, gain, bias), twin_norm(x, gain, bias))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_layer_norm_one_large_product_in_a_row(path):
+    """One entry whose product crosses 2**50 sends the whole row to exact arithmetic; a constant
+    row (variance 0) and a row at the clamp are exact too."""
+    d = 64
+    x = np.zeros((3, d), np.int64)
+    x[0, :] = 5
+    x[0, 17] = R_MAX  # |x - mean| ~ 2**20 times a gain near 2**39
+    x[1, :] = -R_MAX
+    x[2, ::2], x[2, 1::2] = R_MAX, -R_MAX
+    gain = np.full(d, (1 << 39) - 1, np.int64)
+    gain[::3] *= -1
+    bias = np.arange(d, dtype=np.int64) * 1000 - 32000
+    np.testing.assert_array_equal(_core.kernel_layer_norm(path, x, gain, bias), twin_norm(x, gain, bias))
+
+
+def float64_norm(x: list[int], gain: list[int], bias: list[int]) -> list[int]:
+    """norm256.h's float64 arithmetic without its range check: what a path would give if it never
+    fell back to exact int64 arithmetic."""
+    d, mean = len(x), (2 * sum(x) + len(x)) // (2 * len(x))
+    xc = np.array(x, np.float64) - mean
+    sd = max(math.isqrt((int((xc * xc).sum()) // d) << 8), 1)
+    B, p = float(sd << 17), xc * np.array(gain, np.float64)
+    v = (p + p) + float(sd << 16)
+    q = np.floor(v * (1.0 / B))
+    r = v - q * B
+    q = q - (r < 0) + (r >= B)
+    return list(np.clip(q + np.array(bias, np.float64), -R_MAX, R_MAX).astype(np.int64))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_layer_norm_product_rounded_across_a_multiple(path):
+    """A gain chosen so that 2 (x - mean) g + B / 2 is 2 below a multiple of the divisor B while
+    the product is near 2**56, where float64 rounds it up onto the multiple: float64 alone is one
+    off (checked below), the path must not be."""
+    x = [R_MAX - 2, -R_MAX + 1, 3, -5, 1000, -1000, 77, 12345]
+    d = len(x)
+    mean = (2 * sum(x) + d) // (2 * d)
+    xc = [v - mean for v in x]
+    sd = math.isqrt((sum(v * v for v in xc) // d) << 8)
+    B = sd << 17
+    gain = [1000] * d
+    gain[0] = (B // 2 - 2) // 2 * pow(xc[0], -1, B // 2) % (B // 2)  # 2 xc g = -B/2 - 2 (mod B)
+    assert xc[0] % 2 == 1 and (2 * xc[0] * gain[0] + B // 2) % B == B - 2 and gain[0] < 1 << 40
+    xa, ga, ba = np.array([x]), np.array(gain), np.zeros(d, np.int64)
+    exact = twin_norm(xa, ga, ba)
+    assert float64_norm(x, gain, [0] * d)[0] == exact[0, 0] + 1
+    np.testing.assert_array_equal(_core.kernel_layer_norm(path, xa, ga, ba), exact)
+
+
+def twin_gemm(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return a.astype(np.int64) @ w.astype(np.int64)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("rows,K,N", [(1, 256, 1024), (5, 256, 256), (3, 7, 9), (2, 33, 17), (7, 64, 48),
+                                      (4, 1, 1), (9, 130, 40)])
+def test_gemm_equals_integers(path, rows, K, N):
+    rng = np.random.default_rng(rows * 1000 + K + N)
+    a = rng.integers(-127, 128, (rows, K)).astype(np.int8)
+    w = rng.integers(-127, 128, (K, N)).astype(np.int8)
+    np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), twin_gemm(a, w))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_gemm_extreme_products_and_the_weight_minus_128(path):
+    """All products at +-127 * 127 (the sign trick's largest pair sums), then a matrix holding
+    -128, which the sign trick cannot negate: the path must still give the exact integers."""
+    K, N = 96, 40
+    for fill in (127, -127):
+        a = np.full((5, K), 127, np.int8)
+        a[1] *= -1
+        a[2, ::2] = -127
+        w = np.full((K, N), fill, np.int8)
+        np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), twin_gemm(a, w))
+    rng = np.random.default_rng(3)
+    a = rng.integers(-127, 128, (6, K)).astype(np.int8)
+    w = rng.integers(-128, 128, (K, N)).astype(np.int8)
+    w[::5, ::3] = -128
+    a[:, ::2] = -127
+    np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), twin_gemm(a, w))
+
+
+def test_kernel_arguments_are_checked():
+    with pytest.raises(ValueError, match="residual range"):
+        _core.kernel_layer_norm("portable", np.full((1, 4), R_MAX + 1), np.ones(4, np.int64), np.zeros(4, np.int64))
+    with pytest.raises(ValueError, match="within"):
+        _core.kernel_gemm("portable", np.full((1, 4), -128, np.int8), np.ones((4, 4), np.int8))
