@@ -38,35 +38,56 @@ static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __re
 #include "kernels/generic.h"
 #include "kernels/norm256.h"
 
-// ---- GEMM. Weights are packed as int8 in panels of 16 columns: for each pair of rows k
-// (2kk, 2kk + 1) of w, 16 columns x 2 values, so one 128-bit load, widened to int16, holds 8
-// columns' pairs and vpmaddwd with a broadcast pair (a[2kk], a[2kk + 1]) gives 8 columns'
-// partial sums. (int8 in memory, not int16: at a few lanes the step streams every weight from
-// L3 once, and half the bytes took a third off the step; at 32 lanes the widening is free,
-// vpmaddwd being the bottleneck.) K is padded to even and N to 16 with zeros. Tiles: 2 rows x
-// 32 columns (8 accumulators, 4 weight vectors), then 1 x 32, 4 x 16 and 1 x 16 for what is
-// left. (Named accumulators: GCC 12 keeps arrays of them in registers less well, and ran the
-// same loop at 60% of this speed.)
-constexpr i64 PANEL = 16;
+// ---- GEMM, two exact schemes, chosen per matrix when it is packed.
+//
+// Sign trick (any matrix without the weight -128, i.e. every matrix a model has: its weights
+// are quantized to +-127): vpmaddubsw(|a|, sign(w, a)) multiplies adjacent byte pairs, u8 by s8,
+// into int16 sums of two products each at most 127 * 127, so 2 * 16129 = 32258 < 2**15 cannot
+// saturate; vpmaddwd with ones adds the two sums of four k into int32. 32 products per
+// multiply-pair, against 16 per vpmaddwd on widened values. Weights are packed in panels of 32
+// columns: for each group of four rows k (4kq .. 4kq + 3), four 32-byte vectors, each 8 columns
+// x 4 bytes; K is padded to 4 and N to 32 with zeros. Tiles: 2 rows x 32 columns, then 1 x 32.
+//
+// Widened (a matrix holding -128, whose negation sign() cannot represent): int8 pairs widened
+// to int16 and multiplied by vpmaddwd with a broadcast pair of activations, exact for any int8.
+// Panels of 16 columns: for each pair of rows k, 16 columns x 2 values; K padded to 2, N to 16.
+// Tiles 2 x 32, 1 x 32, 4 x 16, 1 x 16.
+//
+// A packed matrix starts with a 64-byte header whose first byte names its scheme. (Named
+// accumulators throughout: GCC 12 keeps arrays of them in registers less well, and ran the same
+// loops at 60% of this speed.)
+constexpr i64 HEADER = 64;
+constexpr u8 SIGNED = 1, WIDENED = 2;
 
 static inline i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
 
-static i64 packed_bytes(i64 K, i64 N) { return round_up(K, 2) * round_up(N, PANEL); }
-
-static void pack(const i8* w, i64 K, i64 N, u8* out) {
-  const i64 KK = round_up(K, 2) / 2, panels = round_up(N, PANEL) / PANEL;
-  i8* o = reinterpret_cast<i8*>(out);
-  for (i64 p = 0; p < panels; ++p)
-    for (i64 kk = 0; kk < KK; ++kk)
-      for (i64 c = 0; c < PANEL; ++c)
-        for (i64 t = 0; t < 2; ++t) {
-          const i64 k = 2 * kk + t, n = p * PANEL + c;
-          o[((p * KK + kk) * PANEL + c) * 2 + t] = (k < K && n < N) ? w[k * N + n] : 0;
-        }
+static i64 packed_bytes(i64 K, i64 N) {
+  return HEADER + max64(round_up(K, 4) * round_up(N, 32), round_up(K, 2) * round_up(N, 16));
 }
 
-// the rows of a as int32 words of int16 pairs (a[2kk], a[2kk + 1]): rows x KK words
-static i64 gemm_scratch_bytes(i64 rows, i64 K) { return rows * (round_up(K, 2) / 2) * 4; }
+static void pack(const i8* w, i64 K, i64 N, u8* out) {
+  bool has_min = false;
+  for (i64 i = 0; i < K * N; ++i) has_min |= w[i] == -128;
+  out[0] = has_min ? WIDENED : SIGNED;
+  i8* o = reinterpret_cast<i8*>(out + HEADER);
+  auto at = [&](i64 k, i64 n) -> i8 { return (k < K && n < N) ? w[k * N + n] : 0; };
+  if (!has_min) {
+    const i64 KQ = round_up(K, 4) / 4, panels = round_up(N, 32) / 32;
+    for (i64 p = 0; p < panels; ++p)
+      for (i64 kq = 0; kq < KQ; ++kq)
+        for (i64 c = 0; c < 32; ++c)
+          for (i64 t = 0; t < 4; ++t) o[((p * KQ + kq) * 32 + c) * 4 + t] = at(4 * kq + t, p * 32 + c);
+  } else {
+    const i64 KK = round_up(K, 2) / 2, panels = round_up(N, 16) / 16;
+    for (i64 p = 0; p < panels; ++p)
+      for (i64 kk = 0; kk < KK; ++kk)
+        for (i64 c = 0; c < 16; ++c)
+          for (i64 t = 0; t < 2; ++t) o[((p * KK + kk) * 16 + c) * 2 + t] = at(2 * kk + t, p * 16 + c);
+  }
+}
+
+// the rows of a as int32 words of four bytes (signed) or of two int16 (widened): rows x 4-byte words
+static i64 gemm_scratch_bytes(i64 rows, i64 K) { return rows * max64(round_up(K, 4), round_up(K, 2) * 2); }
 
 // c[0 .. valid) = v (valid <= 8 entries of 8)
 static inline void store8(i32* c, __m256i v, i64 valid) {
@@ -77,7 +98,72 @@ static inline void store8(i32* c, __m256i v, i64 valid) {
     _mm256_maskstore_epi32(c, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<i32>(valid)), lanes), v);
   }
 }
+static inline void store32(i32* c, __m256i x0, __m256i x1, __m256i x2, __m256i x3, i64 nv) {
+  store8(c, x0, nv);
+  store8(c + 8, x1, nv - 8);
+  store8(c + 16, x2, nv - 16);
+  store8(c + 24, x3, nv - 24);
+}
 
+// -- sign trick
+#define SHAZIP_W(k) _mm256_load_si256(reinterpret_cast<const __m256i*>(wp + (k)))
+#define SHAZIP_MAC(acc, aa, ab, w) \
+  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(aa, _mm256_sign_epi8(w, ab)), ones))
+
+// rows a0, a1 (words of four bytes, KQ of them) x one 32-column panel at wp
+static inline void signed_2x32(const i32* __restrict a0, const i32* __restrict a1, i64 KQ, const i8* __restrict wp,
+                               i32* __restrict c0, i32* __restrict c1, i64 nv) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i x0 = _mm256_setzero_si256(), x1 = x0, x2 = x0, x3 = x0, y0 = x0, y1 = x0, y2 = x0, y3 = x0;
+  for (i64 kq = 0; kq < KQ; ++kq, wp += 128) {
+    const __m256i w0 = SHAZIP_W(0), w1 = SHAZIP_W(32), w2 = SHAZIP_W(64), w3 = SHAZIP_W(96);
+    const __m256i b0 = _mm256_set1_epi32(a0[kq]), p0 = _mm256_abs_epi8(b0);
+    SHAZIP_MAC(x0, p0, b0, w0);
+    SHAZIP_MAC(x1, p0, b0, w1);
+    SHAZIP_MAC(x2, p0, b0, w2);
+    SHAZIP_MAC(x3, p0, b0, w3);
+    const __m256i b1 = _mm256_set1_epi32(a1[kq]), p1 = _mm256_abs_epi8(b1);
+    SHAZIP_MAC(y0, p1, b1, w0);
+    SHAZIP_MAC(y1, p1, b1, w1);
+    SHAZIP_MAC(y2, p1, b1, w2);
+    SHAZIP_MAC(y3, p1, b1, w3);
+  }
+  store32(c0, x0, x1, x2, x3, nv);
+  store32(c1, y0, y1, y2, y3, nv);
+}
+
+static inline void signed_1x32(const i32* __restrict a0, i64 KQ, const i8* __restrict wp, i32* __restrict c0, i64 nv) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i x0 = _mm256_setzero_si256(), x1 = x0, x2 = x0, x3 = x0;
+  for (i64 kq = 0; kq < KQ; ++kq, wp += 128) {
+    const __m256i b0 = _mm256_set1_epi32(a0[kq]), p0 = _mm256_abs_epi8(b0);
+    SHAZIP_MAC(x0, p0, b0, SHAZIP_W(0));
+    SHAZIP_MAC(x1, p0, b0, SHAZIP_W(32));
+    SHAZIP_MAC(x2, p0, b0, SHAZIP_W(64));
+    SHAZIP_MAC(x3, p0, b0, SHAZIP_W(96));
+  }
+  store32(c0, x0, x1, x2, x3, nv);
+}
+#undef SHAZIP_W
+#undef SHAZIP_MAC
+
+static void gemm_signed(const i8* a, i64 rows, i64 K, i64 N, const i8* w, i32* c, u8* scratch) {
+  const i64 Kp = round_up(K, 4), KQ = Kp / 4, panels = round_up(N, 32) / 32;
+  for (i64 r = 0; r < rows; ++r) {
+    __builtin_memcpy(scratch + r * Kp, a + r * K, static_cast<size_t>(K));
+    for (i64 k = K; k < Kp; ++k) scratch[r * Kp + k] = 0;
+  }
+  const i32* ap = reinterpret_cast<const i32*>(scratch);
+  for (i64 p = 0; p < panels; ++p) {
+    const i64 n0 = p * 32, nv = N - n0;
+    const i8* wp = w + p * KQ * 128;
+    i64 r = 0;
+    for (; r + 2 <= rows; r += 2) signed_2x32(ap + r * KQ, ap + (r + 1) * KQ, KQ, wp, c + r * N + n0, c + (r + 1) * N + n0, nv);
+    if (r < rows) signed_1x32(ap + r * KQ, KQ, wp, c + r * N + n0, nv);
+  }
+}
+
+// -- widened
 #define SHAZIP_W(ptr) _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(ptr)))
 #define SHAZIP_MAC(acc, b, w) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(b, w))
 
@@ -100,14 +186,8 @@ static inline void tile_2x32(const i32* __restrict a0, const i32* __restrict a1,
     SHAZIP_MAC(y2, b1, w2);
     SHAZIP_MAC(y3, b1, w3);
   }
-  store8(c0, x0, nv);
-  store8(c0 + 8, x1, nv - 8);
-  store8(c0 + 16, x2, nv - 16);
-  store8(c0 + 24, x3, nv - 24);
-  store8(c1, y0, nv);
-  store8(c1 + 8, y1, nv - 8);
-  store8(c1 + 16, y2, nv - 16);
-  store8(c1 + 24, y3, nv - 24);
+  store32(c0, x0, x1, x2, x3, nv);
+  store32(c1, y0, y1, y2, y3, nv);
 }
 
 static inline void tile_1x32(const i32* __restrict a0, i64 KK, const i8* __restrict wp,
@@ -120,10 +200,7 @@ static inline void tile_1x32(const i32* __restrict a0, i64 KK, const i8* __restr
     SHAZIP_MAC(x2, b0, SHAZIP_W(wq + kk * 32));
     SHAZIP_MAC(x3, b0, SHAZIP_W(wq + kk * 32 + 16));
   }
-  store8(c0, x0, nv);
-  store8(c0 + 8, x1, nv - 8);
-  store8(c0 + 16, x2, nv - 16);
-  store8(c0 + 24, x3, nv - 24);
+  store32(c0, x0, x1, x2, x3, nv);
 }
 
 static inline void tile_4x16(const i32* __restrict a, i64 KK, const i8* __restrict wp, i32* __restrict c, i64 N,
@@ -173,7 +250,8 @@ static inline void tile_1x16(const i32* __restrict a0, i64 KK, const i8* __restr
 #undef SHAZIP_W
 #undef SHAZIP_MAC
 
-static void gemm(const i8* a, i64 rows, i64 K, i64 N, const u8* packed, i32* c, u8* scratch) {
+static void gemm_widened(const i8* a, i64 rows, i64 K, i64 N, const i8* w, i32* c, u8* scratch) {
+  constexpr i64 PANEL = 16;
   const i64 KK = round_up(K, 2) / 2, panels = round_up(N, PANEL) / PANEL;
   i32* ap = reinterpret_cast<i32*>(scratch);
   for (i64 r = 0; r < rows; ++r)
@@ -183,7 +261,6 @@ static void gemm(const i8* a, i64 rows, i64 K, i64 N, const u8* packed, i32* c, 
       const u32 hi = k + 1 < K ? static_cast<uint16_t>(static_cast<int16_t>(a[r * K + k + 1])) : 0;
       ap[r * KK + kk] = static_cast<i32>(lo | (hi << 16));
     }
-  const i8* w = reinterpret_cast<const i8*>(packed);
   const i64 stride = KK * 2 * PANEL;  // bytes per panel
   i64 p = 0;
   for (; p + 2 <= panels; p += 2) {
@@ -201,6 +278,14 @@ static void gemm(const i8* a, i64 rows, i64 K, i64 N, const u8* packed, i32* c, 
     for (; r + 4 <= rows; r += 4) tile_4x16(ap + r * KK, KK, wp, c + r * N + n0, N, nv);
     for (; r < rows; ++r) tile_1x16(ap + r * KK, KK, wp, c + r * N + n0, nv);
   }
+}
+
+static void gemm(const i8* a, i64 rows, i64 K, i64 N, const u8* packed, i32* c, u8* scratch) {
+  const i8* w = reinterpret_cast<const i8*>(packed + HEADER);
+  if (packed[0] == SIGNED)
+    gemm_signed(a, rows, K, N, w, c, scratch);
+  else
+    gemm_widened(a, rows, K, N, w, c, scratch);
 }
 
 // ---- attention dots, four keys at a time: |q| (u8) x sign(k, q) (s8) pairs by vpmaddubsw
