@@ -61,6 +61,10 @@ class AdaptiveParams:
         itself, and orders 3 and 6 of the lane's own statistics: lanes interleave the input,
         which dilutes the recency that shared tables and the shared match model rely on.
     warm: each mixer weight set learns up to 4x faster while it has seen few updates.
+    Version 3 adds one (it needs stage version 3; without it the parameters are version 2's):
+    match_ctx: what followed the match model's predicted byte, as a context (with the match's
+        length and the last two bytes), and the first mixer's weight set chosen also by the
+        predicted bit: where a repeat breaks (the next record's new value) as well as where it holds.
     """
 
     table_bits: int = 22
@@ -82,6 +86,7 @@ class AdaptiveParams:
     local_match: bool = True
     local_ctx: bool = True
     warm: bool = True
+    match_ctx: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -100,13 +105,18 @@ class AdaptiveParams:
         return d
 
     def version1(self) -> AdaptiveParams:
-        """These parameters without version 2's models: the stage shazip 0.5 wrote."""
+        """These parameters without version 2's and 3's models: the stage shazip 0.5 wrote."""
         return replace(self, **dict.fromkeys(EXTRA_FLAGS, False))
+
+    def version2(self) -> AdaptiveParams:
+        """These parameters without version 3's model: the stage shazip 0.6 wrote."""
+        return replace(self, match_ctx=False)
 
     @property
     def version(self) -> int:
-        """The stage version these parameters need: 1 without any of version 2's models."""
-        return 2 if self.extras else 1
+        """The stage version these parameters need: 3 with match_ctx, else 2 with any other of
+        EXTRA_FLAGS, else 1."""
+        return 3 if self.match_ctx else 2 if self.extras else 1
 
     @property
     def extras(self) -> int:
@@ -114,7 +124,7 @@ class AdaptiveParams:
         return sum(int(getattr(self, name)) << i for i, name in enumerate(EXTRA_FLAGS))
 
     def pack(self) -> bytes:
-        """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2."""
+        """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3."""
         orders = sum(1 << (o - 1) for o in self.orders)
         models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
         blob = struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
@@ -131,7 +141,8 @@ class AdaptiveParams:
             raise CorruptArchive(f"adaptive stage parameters of {len(blob)} bytes (expected {size})")
         tb, hb, mb, mm, lr, orders, models = struct.unpack("<BBBBHBB", blob[:8])
         extras = blob[8] if version >= 2 else 0
-        if models >> len(MODEL_FLAGS) or extras >> len(EXTRA_FLAGS) or not orders or (version >= 2 and not extras):
+        if (models >> len(MODEL_FLAGS) or extras >> EXTRAS_OF[version] or not orders or (version >= 2 and not extras)
+                or (version == 3 and not extras >> EXTRAS_OF[2])):
             raise CorruptArchive("adaptive stage parameters are damaged (unknown models or no context order)")
         flags = {name: bool(models >> i & 1) for i, name in enumerate(MODEL_FLAGS)}
         flags.update({name: bool(extras >> i & 1) for i, name in enumerate(EXTRA_FLAGS)})
@@ -142,11 +153,14 @@ class AdaptiveParams:
         return p
 
 
-VERSION = 2  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
-VERSIONS = (1, 2)  # what this shazip decodes: version 1 is version 2 with no EXTRA_FLAGS model
-PARAMS_BYTES = {1: 8, 2: 9}
+VERSION = 3  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
+# What this shazip decodes: each version is the next one without the models it added.
+VERSIONS = (1, 2, 3)
+PARAMS_BYTES = {1: 8, 2: 9, 3: 9}
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
-EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm")  # version 2: bit i of the `extras` byte
+# bit i of the `extras` byte: version 2's seven models, then version 3's
+EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx")
+EXTRAS_OF = {1: 0, 2: 7, 3: 8}  # how many of EXTRA_FLAGS each version has  # version 2: bit i of the `extras` byte
 # What archives may ask for: at most 16 hashed tables of 2**24 bytes (7 orders, 2 word, column,
 # sparse and version 2's 5), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
 # whatever a damaged or hostile header says.

@@ -22,13 +22,13 @@ class Level:
     a decoder is told nothing. Measured on the suite: benchmarks/README.md, "Levels"."""
 
     model: bool  # the neural model; without it the adaptive stage codes alone (~9x faster on the suite)
-    stage: int  # the adaptive stage's models: version 1's set or version 2's (structured text)
+    stage: int  # the adaptive stage's models: version 1's set, or all of the newest version's (structured text)
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
 
 
-LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 2, ONE_LANE), 3: Level(True, 2, 2048),
-          4: Level(True, 2, 4096), 5: Level(True, 2, 8192), 6: Level(True, 2, 16384), 7: Level(True, 2, 65536),
-          8: Level(True, 2, 262144), 9: Level(True, 2, ONE_LANE)}
+LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 3, ONE_LANE), 3: Level(True, 3, 2048),
+          4: Level(True, 3, 4096), 5: Level(True, 3, 8192), 6: Level(True, 3, 16384), 7: Level(True, 3, 65536),
+          8: Level(True, 3, 262144), 9: Level(True, 3, ONE_LANE)}
 DEFAULT_LEVEL = 6
 MIN_LANE = LEVELS[DEFAULT_LEVEL].min_lane  # the default level's automatic choice on the CPU
 LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts the model cold. 0: automatic, at "

@@ -307,7 +307,7 @@ def test_each_version_2_model_round_trips_and_counts(flag):
 
 
 def test_version_2_packs_its_models_in_a_ninth_byte():
-    p = AdaptiveParams()
+    p = AdaptiveParams().version2()
     assert p.version == 2 and len(p.pack()) == 9 and AdaptiveParams.unpack(p.pack(), 2) == p
     v1 = p.version1()
     assert v1.version == 1 and v1.pack() == p.pack()[:8] and AdaptiveParams.unpack(v1.pack(), 1) == v1
@@ -316,4 +316,29 @@ def test_version_2_packs_its_models_in_a_ninth_byte():
     with pytest.raises(CorruptArchive):
         AdaptiveParams.unpack(v1.pack() + b"\x00", 2)  # version 2 with none of its models
     with pytest.raises(CorruptArchive):
-        AdaptiveParams.unpack(v1.pack() + b"\x80", 2)  # an unknown model
+        AdaptiveParams.unpack(v1.pack() + b"\x80", 2)  # version 3's model in a version 2 header
+
+
+def test_version_3_adds_the_match_context():
+    """match_ctx alone on version 2's stage: version 3, bit 7 of the ninth byte; encoder and
+    decoder agree across lanes and blocks, and it changes the code. A version 3 header without
+    it, or of the wrong size, is damaged; it alone on version 1's models is a version 3 stage."""
+    v2 = replace(SMALL, match=True).version2()
+    v3 = replace(v2, match_ctx=True)
+    assert (v2.version, v3.version) == (2, 3) and AdaptiveParams().version == 3
+    assert v3.pack() == v2.pack()[:8] + bytes([v2.pack()[8] | 0x80])
+    assert AdaptiveParams.unpack(v3.pack(), 3) == v3
+    for bad in (v2.pack(), v3.pack()[:8] + b"\xff\x00", v3.pack()[:8]):
+        with pytest.raises(CorruptArchive):
+            AdaptiveParams.unpack(bad, 3)
+    alone = replace(v3.version1(), match_ctx=True)
+    assert alone.version == 3 and AdaptiveParams.unpack(alone.pack(), 3) == alone
+    rows = bigram_rows(RECORDS)
+    payloads = {}
+    for p in (v2, v3):
+        enc_stage, dec_stage = AdaptiveStage(p), AdaptiveStage(p)
+        for lanes, block in ((3, RECORDS[:7000]), (1, RECORDS[7000:])):
+            payload, _ = encode(enc_stage, block, lanes, rows)
+            assert decode(dec_stage, payload, len(block), lanes, rows, block) == block
+            payloads.setdefault(p, []).append(payload)
+    assert payloads[v2] != payloads[v3]

@@ -231,13 +231,16 @@ def test_golden_mixed_archives(trained, text):
     assert payloads[0] == payloads[1] == payloads[2]
 
 
-def test_golden_stage_version_2_archives(trained, text):
-    """Stage version 2 (the structured-text models, on by default): the same two calls as the
-    version 1 golden files, frozen in golden-mixed-s2.shz and golden-solo-s2.shz."""
-    mixed = dict(model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED}))
-    for name, data in (("golden-mixed-s2.shz", text[:6000]), ("golden-solo-s2.shz", text[:2000])):
+@pytest.mark.parametrize("version", [2, 3])
+def test_golden_stage_version_2_and_3_archives(trained, text, version):
+    """Stage versions 2 (the structured-text models) and 3 (the match context, on by default):
+    the same two calls as the version 1 golden files, frozen in golden-mixed-sV.shz and
+    golden-solo-sV.shz; version 3's parameters without its model write version 2's."""
+    adapt = AdaptiveParams() if version == 3 else AdaptiveParams().version2()
+    mixed = dict(model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED}), adapt=adapt)
+    for name, data in ((f"golden-mixed-s{version}.shz", text[:6000]), (f"golden-solo-s{version}.shz", text[:2000])):
         golden = (DATA / name).read_bytes()
-        assert describe(io.BytesIO(golden))[0]["adapt_version"] == 2
+        assert describe(io.BytesIO(golden))[0]["adapt_version"] == version
         assert shazip.decompress(golden, model=trained) == data
         assert shazip.compress(data, **mixed) == golden
 

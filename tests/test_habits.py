@@ -119,10 +119,10 @@ def test_an_empty_file_costs_little(tmp_path):
 
 
 def test_levels_record_what_they_chose_and_decode_without_being_told(trained, text):
-    """-1 and -2 code with the adaptive stage alone (no NN input; version 1's and version 2's
-    models) in one lane; -3 .. -9 add the model in ever longer lanes (2 KB at -3, 16 KB at the
+    """-1 and -2 code with the adaptive stage alone (no NN input; version 1's and the newest
+    version's models) in one lane; -3 .. -9 add the model in ever longer lanes (2 KB at -3, 16 KB at the
     default -6, one lane at -9). The archive records every choice: decoding takes no level."""
-    from shazip.adaptive import AdaptiveParams
+    from shazip.adaptive import VERSION, AdaptiveParams
     from shazip.container import describe
     data = text[:40000]
     lanes = {}
@@ -130,7 +130,7 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
         blob = shazip.compress(data, model=trained, level=level)
         head = describe(io.BytesIO(blob))[0]
         params = AdaptiveParams.unpack(bytes.fromhex(head["adapt_params"]), head["adapt_version"])
-        assert params.nn == (level >= 3) and head["adapt_version"] == (1 if level == 1 else 2)
+        assert params.nn == (level >= 3) and head["adapt_version"] == (1 if level == 1 else VERSION)
         lanes[level] = [b["lanes"] for b in head["blocks"]]
         assert shazip.decompress(blob, model=trained) == data
     assert [lanes[k] for k in range(1, 10)] == [[1], [1], [19], [9], [4], [2], [1], [1], [1]]

@@ -85,6 +85,13 @@
 //                  in place of floor((x_1 + x_2) / 2).
 //   WARM           a mixer's rate for a set updated n times before: LR + floor(LR * 3 * 1024 /
 //                  (1024 + n)) (n need not count past the boost's end).
+// VERSION 3 adds one model, bit 7 of extras (0 gives version 2's stage, unchanged):
+//   MATCH_CTX      a context model after LOCAL_CTX's: the match's predicted byte e (of the second
+//                  match model when it has one, else of the first), min(its length band, 15) and
+//                  the last two bytes: hash of (256 + e) << 24 | band << 16 | c2 c1, or of c2 c1
+//                  alone without a prediction (the prediction is the byte's, fixed at its start).
+//                  And mixer 1 gets 96 weight sets: set1 + 32 * (1 + the first match model's
+//                  expected bit) while its prediction agrees with the bits so far.
 // The only floating point is the optional measurement of the ideal code length (sum of
 // -log2 p of the coded bits), which is reported and never read back.
 #pragma once
@@ -114,7 +121,8 @@ enum Extra : u32 {
   LOCAL_MATCH = 16,  // a second match model that finds the lane's own latest occurrence
   LOCAL_CTX = 32,    // orders 3 and 6 of the lane's own statistics (the lane in the hash)
   WARM = 64,         // the mixers' weight sets learn faster while young
-  EXTRAS_ALL = 127,
+  MATCH_CTX = 128,   // version 3: what followed the match's predicted byte, as a context
+  EXTRAS_ALL = 255,
 };
 
 struct Params {
@@ -131,8 +139,8 @@ struct Params {
   }
 };
 
-constexpr int FIELDS_MAX = 16;
-constexpr int WARM_UPDATES = 1024;  // WARM: a set's rate is 4x at first, 2.5x after this many updates  // fields of a line tracked by the FIELDS model
+constexpr int FIELDS_MAX = 16;  // fields of a line tracked by the FIELDS model
+constexpr int WARM_UPDATES = 1024;  // WARM: a set's rate is 4x at first, 2.5x after this many updates
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -187,6 +195,7 @@ class Stage {
     if (p.has(BRACKETS)) orders.push_back(BRACKET);
     if (p.has(SHAPE)) orders.push_back(SHAPES);
     if (p.has(LOCAL_CTX)) orders.insert(orders.end(), {LOCAL3, LOCAL6});
+    if (p.has(MATCH_CTX)) orders.push_back(MATCHED);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     for (int o : orders) {
       if (o == 1 && direct_.empty()) {
@@ -210,7 +219,7 @@ class Stage {
     std::vector<i32> w(n_inputs_, p.nn ? 0 : 16384);
     if (p.nn) w[0] = 65536;
     const int warm = p.has(WARM) ? WARM_UPDATES : 0;
-    mixer1_ = Mixer(n_inputs_, 32, p.mixer_lr, w, warm);
+    mixer1_ = Mixer(n_inputs_, p.has(MATCH_CTX) ? 96 : 32, p.mixer_lr, w, warm);
     mixer2_ = Mixer(n_inputs_, 256, p.mixer_lr, w, warm);
     if (p.has(LAYERED)) {
       mixer3_ = Mixer(n_inputs_, 256, p.mixer_lr, w, warm);
@@ -294,6 +303,14 @@ class Stage {
     Lane& L = lanes[b];
     const int nm = int(models_.size());
     const u32 c1 = u32(L.hist & 0xFF);
+    // the match model's predicted byte, if its position is already known to the decoder
+    int expect[2] = {-1, -1}, band[2] = {}, strength[2] = {};
+    for (int m = 0; m < matchers_; ++m) {
+      const Lane::Match& M = L.match[m];
+      if (M.len > 0 && valid(M.ptr, at)) expect[m] = ring_[M.ptr & ring_mask()];
+      band[m] = expect[m] < 0 ? 0 : std::min<int>(M.len < 16 ? M.len : 12 + ilog2(M.len), MATCH_BANDS - 1);
+      strength[m] = std::min<int>(int(M.len) * 32, 2047);
+    }
     // each context's hash for this byte, from the lane's own bytes; the first nibble's buckets
     // are fetched while the NN's sums are formed (a hint only: it changes no value)
     u32 ctx[MAX_INPUTS];
@@ -309,6 +326,12 @@ class Stage {
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
         case LOCAL6: bytes = u64(b) << 48 | (L.hist & 0xFFFFFFFFFFFF); break;
+        case MATCHED: {  // what followed the predicted byte
+          const int m = expect[matchers_ - 1] >= 0 ? matchers_ - 1 : 0;
+          bytes = L.hist & 0xFFFF;
+          if (expect[m] >= 0) bytes |= u64(256 + expect[m]) << 24 | u64(std::min(band[m], 15)) << 16;
+          break;
+        }
         case BRACKET: bytes = (L.stack & 0xFFFF) << 24 | u64(std::min<u32>(L.depth, 15)) << 16 | u64(L.quoted) << 8 | c1; break;
         default: bytes = o >= 8 ? L.hist : L.hist & ((u64(1) << (8 * o)) - 1);
       }
@@ -321,14 +344,6 @@ class Stage {
       std::copy(freq, freq + 256, tree + 256);
       for (int d = 7; d >= 0; --d)
         for (int v = 0; v < (1 << d); ++v) tree[(1 << d) + v] = tree[(2 << d) + 2 * v] + tree[(2 << d) + 2 * v + 1];
-    }
-    // the match model's predicted byte, if its position is already known to the decoder
-    int expect[2] = {-1, -1}, band[2] = {}, strength[2] = {};
-    for (int m = 0; m < matchers_; ++m) {
-      const Lane::Match& M = L.match[m];
-      if (M.len > 0 && valid(M.ptr, at)) expect[m] = ring_[M.ptr & ring_mask()];
-      band[m] = expect[m] < 0 ? 0 : std::min<int>(M.len < 16 ? M.len : 12 + ilog2(M.len), MATCH_BANDS - 1);
-      strength[m] = std::min<int>(int(M.len) * 32, 2047);
     }
 
     if (prm_.apm) apm2_.prefetch(1 | c1 << 8);
@@ -382,7 +397,8 @@ class Stage {
       x[n++] = 256;  // bias
       // weight sets by bit position and match length, and by the partial byte (LAYERED: also by
       // c1 and by how many contexts are known, then a final mixer)
-      const int set1 = k + 8 * (expect[0] < 0 ? 0 : 1 + (band[0] >= 16) + (band[0] >= 28));
+      int set1 = k + 8 * (expect[0] < 0 ? 0 : 1 + (band[0] >= 16) + (band[0] >= 28));
+      if (prm_.has(MATCH_CTX) && mcx[0] != 0) set1 += 32 * (1 + int(mcx[0] & 1));  // by the expected bit
       const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
       int x3 = 0, x4 = 0, xf[FINAL_INPUTS];
       const int set4 = std::min(seen, 15) * 8 + k;
@@ -523,7 +539,7 @@ class Stage {
     int order, table;
   };
   static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
-                       LOCAL3 = 16, LOCAL6 = 17;
+                       LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18;
   static constexpr int FINAL_INPUTS = 4;
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
   std::vector<Model> models_;
