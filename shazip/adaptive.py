@@ -161,8 +161,8 @@ MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the
 # bit i of the `extras` byte: version 2's seven models, then version 3's
 EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx")
 EXTRAS_OF = {1: 0, 2: 7, 3: 8}  # how many of EXTRA_FLAGS each version has  # version 2: bit i of the `extras` byte
-# What archives may ask for: at most 16 hashed tables of 2**24 bytes (7 orders, 2 word, column,
-# sparse and version 2's 5), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
+# What archives may ask for: at most 17 hashed tables of 2**24 bytes (7 orders, 2 word, column,
+# sparse, version 2's 5 and version 3's 1), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
 # whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
                   "mixer_lr": (1, 64)}

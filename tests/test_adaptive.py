@@ -333,9 +333,11 @@ def test_version_3_adds_the_match_context():
             AdaptiveParams.unpack(bad, 3)
     alone = replace(v3.version1(), match_ctx=True)
     assert alone.version == 3 and AdaptiveParams.unpack(alone.pack(), 3) == alone
+    no_match = replace(v3, match=False)  # a context of the last two bytes alone
+    assert AdaptiveParams.unpack(no_match.pack(), 3) == no_match
     rows = bigram_rows(RECORDS)
     payloads = {}
-    for p in (v2, v3):
+    for p in (v2, v3, no_match):
         enc_stage, dec_stage = AdaptiveStage(p), AdaptiveStage(p)
         for lanes, block in ((3, RECORDS[:7000]), (1, RECORDS[7000:])):
             payload, _ = encode(enc_stage, block, lanes, rows)

@@ -327,7 +327,7 @@ class Stage {
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
         case LOCAL6: bytes = u64(b) << 48 | (L.hist & 0xFFFFFFFFFFFF); break;
         case MATCHED: {  // what followed the predicted byte
-          const int m = expect[matchers_ - 1] >= 0 ? matchers_ - 1 : 0;
+          const int m = matchers_ > 1 && expect[1] >= 0 ? 1 : 0;  // none without the match model: expect[0] < 0
           bytes = L.hist & 0xFFFF;
           if (expect[m] >= 0) bytes |= u64(256 + expect[m]) << 24 | u64(std::min(band[m], 15)) << 16;
           break;
