@@ -43,15 +43,18 @@ static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __re
 // Sign trick (any matrix without the weight -128, i.e. every matrix a model has: its weights
 // are quantized to +-127): vpmaddubsw(|a|, sign(w, a)) multiplies adjacent byte pairs, u8 by s8,
 // into int16 sums of two products each at most 127 * 127, so 2 * 16129 = 32258 < 2**15 cannot
-// saturate; vpmaddwd with ones adds the two sums of four k into int32. 32 products per
-// multiply-pair, against 16 per vpmaddwd on widened values. Weights are packed in panels of 32
+// saturate; vpmaddwd with ones adds the two sums of four k into int32. On Zen 3 it runs about
+// as fast as the widened scheme (the loop is bound by issue: 4 operations per 32 products either
+// way; a variant summing the pairs by shifts, one multiply per 32 products, was slower) and a
+// few % faster end to end, having no widening to do. Weights are packed in panels of 32
 // columns: for each group of four rows k (4kq .. 4kq + 3), four 32-byte vectors, each 8 columns
 // x 4 bytes; K is padded to 4 and N to 32 with zeros. Tiles: 2 rows x 32 columns, then 1 x 32.
 //
 // Widened (a matrix holding -128, whose negation sign() cannot represent): int8 pairs widened
 // to int16 and multiplied by vpmaddwd with a broadcast pair of activations, exact for any int8.
 // Panels of 16 columns: for each pair of rows k, 16 columns x 2 values; K padded to 2, N to 16.
-// Tiles 2 x 32, 1 x 32, 4 x 16, 1 x 16.
+// Tiles 2 x 32, 1 x 32, 4 x 16, 1 x 16. (Both keep int8 in memory: at a few lanes the step
+// streams every weight from L3 once, and int16 weights made it a third slower.)
 //
 // A packed matrix starts with a 64-byte header whose first byte names its scheme. (Named
 // accumulators throughout: GCC 12 keeps arrays of them in registers less well, and ran the same
