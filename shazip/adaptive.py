@@ -65,6 +65,13 @@ class AdaptiveParams:
     match_ctx: what followed the match model's predicted byte, as a context (with the match's
         length and the last two bytes), and the first mixer's weight set chosen also by the
         predicted bit: where a repeat breaks (the next record's new value) as well as where it holds.
+    Version 4 adds three (each needs stage version 4; without them the parameters are version 3's):
+    field_value: the current field's bytes so far (fields as for `fields`) with the field number:
+        each column's or key's vocabulary.
+    field_eq: whether the current field so far repeats the line above's byte for byte, in the
+        `fields` context, the fourth mixer's weight set and the first APM's context (with the
+        field number): counters and timestamps grow from the line above, repeated values hold.
+    match_apm: an APM by the match model's state (its length band and expected bit).
     """
 
     table_bits: int = 22
@@ -87,6 +94,9 @@ class AdaptiveParams:
     local_ctx: bool = True
     warm: bool = True
     match_ctx: bool = True
+    field_value: bool = True
+    field_eq: bool = True
+    match_apm: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -109,14 +119,18 @@ class AdaptiveParams:
         return replace(self, **dict.fromkeys(EXTRA_FLAGS, False))
 
     def version2(self) -> AdaptiveParams:
-        """These parameters without version 3's model: the stage shazip 0.6 wrote."""
-        return replace(self, match_ctx=False)
+        """These parameters without version 3's and 4's models: the stage shazip 0.6 wrote."""
+        return replace(self.version3(), match_ctx=False)
+
+    def version3(self) -> AdaptiveParams:
+        """These parameters without version 4's models: the stage shazip 0.7 wrote."""
+        return replace(self, **dict.fromkeys(EXTRA_FLAGS[EXTRAS_OF[3]:], False))
 
     @property
     def version(self) -> int:
-        """The stage version these parameters need: 3 with match_ctx, else 2 with any other of
-        EXTRA_FLAGS, else 1."""
-        return 3 if self.match_ctx else 2 if self.extras else 1
+        """The stage version these parameters need: the newest whose models (EXTRA_FLAGS) they use."""
+        extras = self.extras
+        return next(v for v in VERSIONS if extras >> EXTRAS_OF[v] == 0)
 
     @property
     def extras(self) -> int:
@@ -124,12 +138,13 @@ class AdaptiveParams:
         return sum(int(getattr(self, name)) << i for i, name in enumerate(EXTRA_FLAGS))
 
     def pack(self) -> bytes:
-        """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3."""
+        """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3,
+        10 for 4 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
         orders = sum(1 << (o - 1) for o in self.orders)
         models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
         blob = struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
                            self.mixer_lr, orders, models)
-        return blob + bytes([self.extras]) if self.version >= 2 else blob
+        return blob + self.extras.to_bytes(PARAMS_BYTES[self.version] - 8, "little")
 
     @staticmethod
     def unpack(blob: bytes, version: int) -> AdaptiveParams:
@@ -140,9 +155,9 @@ class AdaptiveParams:
         if len(blob) != size:
             raise CorruptArchive(f"adaptive stage parameters of {len(blob)} bytes (expected {size})")
         tb, hb, mb, mm, lr, orders, models = struct.unpack("<BBBBHBB", blob[:8])
-        extras = blob[8] if version >= 2 else 0
-        if (models >> len(MODEL_FLAGS) or extras >> EXTRAS_OF[version] or not orders or (version >= 2 and not extras)
-                or (version == 3 and not extras >> EXTRAS_OF[2])):
+        extras = int.from_bytes(blob[8:], "little")
+        if (models >> len(MODEL_FLAGS) or extras >> EXTRAS_OF[version] or not orders
+                or (version >= 2 and not extras >> EXTRAS_OF[version - 1])):
             raise CorruptArchive("adaptive stage parameters are damaged (unknown models or no context order)")
         flags = {name: bool(models >> i & 1) for i, name in enumerate(MODEL_FLAGS)}
         flags.update({name: bool(extras >> i & 1) for i, name in enumerate(EXTRA_FLAGS)})
@@ -153,16 +168,17 @@ class AdaptiveParams:
         return p
 
 
-VERSION = 3  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
+VERSION = 4  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
 # What this shazip decodes: each version is the next one without the models it added.
-VERSIONS = (1, 2, 3)
-PARAMS_BYTES = {1: 8, 2: 9, 3: 9}
+VERSIONS = (1, 2, 3, 4)
+PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10}
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
-# bit i of the `extras` byte: version 2's seven models, then version 3's
-EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx")
-EXTRAS_OF = {1: 0, 2: 7, 3: 8}  # how many of EXTRA_FLAGS each version has  # version 2: bit i of the `extras` byte
-# What archives may ask for: at most 17 hashed tables of 2**24 bytes (7 orders, 2 word, column,
-# sparse, version 2's 5 and version 3's 1), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
+# bit i of `extras`: version 2's seven models, then version 3's, then version 4's three
+EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
+               "field_value", "field_eq", "match_apm")
+EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11}  # how many of EXTRA_FLAGS each version has
+# What archives may ask for: at most 18 hashed tables of 2**24 bytes (7 orders, 2 word, column,
+# sparse, version 2's 5, version 3's 1 and version 4's 1), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
 # whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
                   "mixer_lr": (1, 64)}

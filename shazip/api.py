@@ -51,7 +51,7 @@ def _stage_params(adapt: str | AdaptiveParams, level: Level) -> AdaptiveParams |
             raise UsageError("levels 1 and 2 code with the adaptive stage alone: it cannot be off (adapt 'none')")
         return None
     params = AdaptiveParams(nn=level.model)
-    return {1: params.version1(), 2: params.version2(), 3: params}[level.stage]
+    return {1: params.version1(), 2: params.version2(), 3: params.version3(), 4: params}[level.stage]
 
 Progress = Callable[[int], None]
 

@@ -26,9 +26,9 @@ class Level:
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
 
 
-LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 3, ONE_LANE), 3: Level(True, 3, 2048),
-          4: Level(True, 3, 4096), 5: Level(True, 3, 8192), 6: Level(True, 3, 16384), 7: Level(True, 3, 65536),
-          8: Level(True, 3, 262144), 9: Level(True, 3, ONE_LANE)}
+LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 4, ONE_LANE), 3: Level(True, 4, 2048),
+          4: Level(True, 4, 4096), 5: Level(True, 4, 8192), 6: Level(True, 4, 16384), 7: Level(True, 4, 65536),
+          8: Level(True, 4, 262144), 9: Level(True, 4, ONE_LANE)}
 DEFAULT_LEVEL = 6
 MIN_LANE = LEVELS[DEFAULT_LEVEL].min_lane  # the default level's automatic choice on the CPU
 LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts the model cold. 0: automatic, at "

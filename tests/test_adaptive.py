@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from shazip import core
-from shazip.adaptive import AdaptiveParams, AdaptiveStage, squash_table
+from shazip.adaptive import EXTRA_FLAGS, VERSION, AdaptiveParams, AdaptiveStage, squash_table
 from shazip.errors import CorruptArchive
 
 SMALL = AdaptiveParams(table_bits=16, history_bits=16, match_bits=12)  # fast to allocate and copy
@@ -271,12 +271,42 @@ def test_fields_by_hand():
 
 def test_brackets_and_shape_by_hand():
     after = core.load().structure_after
-    *_, stack, depth, quoted, _ = after(b'{"a": [1, "x]\\"y"')
+    stack, depth, quoted = after(b'{"a": [1, "x]\\"y"')[3:6]
     assert (stack, depth, quoted) == (ord("{") << 8 | ord("["), 2, False)  # "]" inside a string is text
-    *_, stack, depth, quoted, _ = after(b'(a))) <"')
+    stack, depth, quoted = after(b'(a))) <"')[3:6]
     assert (stack, depth, quoted) == (ord("<"), 1, True)  # closing at depth 0 is ignored
-    *_, shape = after(b"Ab9 ,")
+    shape = after(b"Ab9 ,")[6]
     assert shape & (2**30 - 1) == (2 << 20) | (1 << 15) | (0 << 10) | (4 << 5) | (4 + 10)
+
+
+def hash32(x: int) -> int:
+    """csrc/stage/components.h's hash32, in Python."""
+    x ^= x >> 16
+    x = x * 0x7FEB352D & 0xFFFFFFFF
+    x ^= x >> 15
+    x = x * 0x846CA68B & 0xFFFFFFFF
+    return x ^ x >> 16
+
+
+def test_field_above_eq_and_value_by_hand():
+    """Version 4's record state: the byte above in the same field (256 + byte), whether the field
+    so far repeats the line above's, and the hash of the field's bytes so far."""
+    after = core.load().structure_after
+    # "12:07" under "12:05": field 1 ("07") so far "0" equals "0" above; the next byte above is "5"
+    above, eq, value = after(b"12:05 x\n12:0")[7:10]
+    assert (above, eq) == (256 + ord("5"), True)
+    assert value == hash32(ord("0")) | 1
+    # "7" differs from the "5" above: the field no longer repeats it
+    above, eq, value = after(b"12:05 x\n12:07")[7:10]
+    assert (above, eq, value) == (256 + ord(" "), False, hash32((hash32(ord("0")) | 1) + ord("7")) | 1)
+    # a separator starts a new field: it repeats the line above again (so far: nothing); its
+    # field is longer here than above ("05" is 2 bytes): past its end there is no byte above
+    above, eq, value = after(b"12:05 x\n12:077")[7:10]
+    assert (above, eq) == (0, False)
+    above, eq, value = after(b"12:05 x\n12:07 ")[7:10]
+    assert (above, eq, value) == (256 + ord("x"), True, 0)
+    # the first line has no line above
+    assert after(b"ab")[7:9] == (0, False)
 
 
 def test_warm_mixer_rate_by_hand():
@@ -330,7 +360,7 @@ def test_version_3_adds_the_match_context():
     it, or of the wrong size, is damaged; it alone on version 1's models is a version 3 stage."""
     v2 = replace(SMALL, match=True).version2()
     v3 = replace(v2, match_ctx=True)
-    assert (v2.version, v3.version) == (2, 3) and AdaptiveParams().version == 3
+    assert (v2.version, v3.version) == (2, 3) and AdaptiveParams().version3().version == 3
     assert v3.pack() == v2.pack()[:8] + bytes([v2.pack()[8] | 0x80])
     assert AdaptiveParams.unpack(v3.pack(), 3) == v3
     for bad in (v2.pack(), v3.pack()[:8] + b"\xff\x00", v3.pack()[:8]):
@@ -342,3 +372,31 @@ def test_version_3_adds_the_match_context():
     assert AdaptiveParams.unpack(no_match.pack(), 3) == no_match
     records_payloads(no_match)
     assert records_payloads(v2) != records_payloads(v3)
+
+
+@pytest.mark.parametrize("flag", ["field_value", "field_eq", "match_apm"])
+def test_each_version_4_model_round_trips_and_counts(flag):
+    """Each of version 4's models alone on version 3's stage, and alone on version 1's models
+    with neither the match model nor the line models (whose history ring field_eq then needs
+    on its own): version 4, extras in two bytes; encoder and decoder agree across lanes and
+    blocks, and the model changes the code."""
+    v3 = SMALL.version3()
+    params = replace(v3, **{flag: True})
+    assert params.version == 4 and len(params.pack()) == 10
+    assert params.pack() == v3.pack()[:8] + (v3.extras | 1 << EXTRA_FLAGS.index(flag)).to_bytes(2, "little")
+    assert AdaptiveParams.unpack(params.pack(), 4) == params
+    assert records_payloads(v3) != records_payloads(params)
+    bare = replace(SMALL.version1(), match=False, column=False, **{flag: True})
+    assert bare.version == 4 and AdaptiveParams.unpack(bare.pack(), 4) == bare
+    assert records_payloads(replace(bare, **{flag: False})) != records_payloads(bare)
+
+
+def test_version_4_headers():
+    """The default is version 4; a version 4 header holds one of its models, in 10 bytes."""
+    p = AdaptiveParams()
+    assert p.version == VERSION == 4 and AdaptiveParams.unpack(p.pack(), 4) == p
+    v3 = p.version3()
+    assert v3.version == 3 and v3.pack() == p.pack()[:8] + p.pack()[8:9]
+    for bad in (v3.pack() + b"\x00", p.pack()[:9], p.pack() + b"\x00", p.pack()[:8] + b"\xff\x08"):
+        with pytest.raises(CorruptArchive):
+            AdaptiveParams.unpack(bad, 4)

@@ -231,12 +231,13 @@ def test_golden_mixed_archives(trained, text):
     assert payloads[0] == payloads[1] == payloads[2]
 
 
-@pytest.mark.parametrize("version", [2, 3])
-def test_golden_stage_version_2_and_3_archives(trained, text, version):
-    """Stage versions 2 (the structured-text models) and 3 (the match context, on by default):
-    the same two calls as the version 1 golden files, frozen in golden-mixed-sV.shz and
-    golden-solo-sV.shz; version 3's parameters without its model write version 2's."""
-    adapt = AdaptiveParams() if version == 3 else AdaptiveParams().version2()
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_golden_stage_version_2_to_4_archives(trained, text, version):
+    """Stage versions 2 (the structured-text models), 3 (the match context) and 4 (field values,
+    repeats of the line above, the match APM; on by default): the same two calls as the version
+    1 golden files, frozen in golden-mixed-sV.shz and golden-solo-sV.shz; each version's
+    parameters without its models write the version before's."""
+    adapt = {2: AdaptiveParams().version2(), 3: AdaptiveParams().version3(), 4: AdaptiveParams()}[version]
     mixed = dict(model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED}), adapt=adapt)
     for name, data in ((f"golden-mixed-s{version}.shz", text[:6000]), (f"golden-solo-s{version}.shz", text[:2000])):
         golden = (DATA / name).read_bytes()

@@ -256,13 +256,15 @@ def test_a_claim_no_payload_could_hold_is_refused_at_once():
 def test_a_cut_payload_stops_when_its_bytes_run_out(trained, text):
     """Format 4: a decoder reading more than a few bytes past its payload stops there (a payload
     cut short, or one that claims more bytes than it codes), instead of decoding to the end of
-    the claim and failing at the checksum."""
+    the claim and failing at the checksum. (Cut within a few dozen bytes of its end, a payload
+    may hold out: the stage soon predicts the garbage that zeros decode to, so the rest costs
+    fewer bytes than the allowance, and the checksum catches it.)"""
     from shazip.container import ArchiveReader, ArchiveWriter
     data = text[:40000]
     blob = shazip.compress(data, model=trained, lanes=1, block_size=len(data))
     reader = ArchiveReader(io.BytesIO(blob))
     (bh, payload), = reader.blocks()
-    for cut in (len(payload) // 4, len(payload) - 20):
+    for cut in (len(payload) // 4, len(payload) - 200):
         out = io.BytesIO()
         w = ArchiveWriter(out, reader.header)
         w.add_block(bh.method, bh.lanes, data, payload[:cut])  # the data's crc: as a writer would seal it

@@ -93,6 +93,7 @@ class Mixer {
     }
   }
   std::vector<i32>& weights() { return w_; }
+  size_t bytes() const { return w_.size() * sizeof(i32) + seen_.size() * sizeof(u32); }
 
  private:
   int n_ = 0, lr_ = 0, warm_ = 0;
@@ -127,6 +128,7 @@ class APM {
     c += i32((((i64(y) << P22_BITS) - c)) >> APM_RATE);
   }
   std::vector<i32>& cells() { return t_; }
+  size_t bytes() const { return t_.size() * sizeof(i32); }
 
  private:
   std::vector<i32> t_;

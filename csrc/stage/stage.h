@@ -92,6 +92,18 @@
 //                  alone without a prediction (the prediction is the byte's, fixed at its start).
 //                  And mixer 1 gets 96 weight sets: set1 + 32 * (1 + the first match model's
 //                  expected bit) while its prediction agrees with the bits so far.
+// VERSION 4 adds three, bits 8-10 of extras (0 gives version 3's stage, unchanged):
+//   fields         tracked also for FIELD_VALUE and FIELD_EQ; `above` = FIELDS's context byte
+//                  (256 + the byte above in the field, or 0), formed before each byte.
+//   FIELD_VALUE    a context model after MATCH_CTX's: v = the hash of the current field's bytes
+//                  (v = 0 after a newline or a separator, else v = hash32(v + byte) | 1), with
+//                  the field number: hash of (v, or c1 while v = 0) << 8 | field.
+//   FIELD_EQ       eq = every byte of the current field so far equalled its `above` (true at
+//                  a line's or field's start; any other byte keeps it only if 256 + byte is its
+//                  above). FIELDS's context gets eq << 28; mixer 4 has 256 sets, set4 + 128
+//                  while eq; APM 1 has 256 * 16 contexts: c0 | eq << 8 | min(field, 7) << 9.
+//   MATCH_APM      an APM of x_mix in context c0 | mcx << 8 (mcx: the first match map's context,
+//                  0 without a prediction), after APM 2: p = floor((3 p + p_match) / 4).
 // The only floating point is the optional measurement of the ideal code length (sum of
 // -log2 p of the coded bits), which is reported and never read back.
 #pragma once
@@ -122,7 +134,10 @@ enum Extra : u32 {
   LOCAL_CTX = 32,    // orders 3 and 6 of the lane's own statistics (the lane in the hash)
   WARM = 64,         // the mixers' weight sets learn faster while young
   MATCH_CTX = 128,   // version 3: what followed the match's predicted byte, as a context
-  EXTRAS_ALL = 255,
+  FIELD_VALUE = 256,  // version 4: the current field's bytes so far, with the field number
+  FIELD_EQ = 512,     // version 4: whether the field so far repeats the line above's (numbers, repeats)
+  MATCH_APM = 1024,   // version 4: an APM by the match model's state
+  EXTRAS_ALL = 2047,
 };
 
 struct Params {
@@ -140,7 +155,8 @@ struct Params {
 };
 
 constexpr int FIELDS_MAX = 16;  // fields of a line tracked by the FIELDS model
-constexpr int WARM_UPDATES = 1024;  // WARM: a set's rate is 4x at first, 2.5x after this many updates
+constexpr int WARM_UPDATES = 1024;
+constexpr u32 APM1_FIELDS = 8;  // FIELD_EQ: APM 1's contexts tell fields 0..6 and 7 or later apart  // WARM: a set's rate is 4x at first, 2.5x after this many updates
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -163,6 +179,11 @@ struct Lane {
   u32 depth = 0;
   bool quoted = false;
   u32 shape = 0;  // SHAPE: the last bytes' classes, 5 bits each, the latest in the low bits
+  u32 value = 0;  // FIELD_VALUE: hash of the current field's bytes (0: none yet)
+  // FIELD_EQ: this byte's FIELDS context byte (256 + the byte above in the field, 0: none), and
+  // whether every byte of the current field so far equalled its byte above
+  u32 above = 0;
+  bool field_eq = true;
 };
 
 // Where a byte is being coded: which history bytes are already known to the decoder
@@ -196,6 +217,7 @@ class Stage {
     if (p.has(SHAPE)) orders.push_back(SHAPES);
     if (p.has(LOCAL_CTX)) orders.insert(orders.end(), {LOCAL3, LOCAL6});
     if (p.has(MATCH_CTX)) orders.push_back(MATCHED);
+    if (p.has(FIELD_VALUE)) orders.push_back(VALUE);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     for (int o : orders) {
       if (o == 1 && direct_.empty()) {
@@ -208,7 +230,7 @@ class Stage {
       maps_.emplace_back(256, 0);
       std::copy(init.begin(), init.end(), maps_.back().cells().begin());
     }
-    if (p.match || p.column || p.has(FIELDS)) ring_.assign(size_t(1) << p.history_bits, 0);
+    if (p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ)) ring_.assign(size_t(1) << p.history_bits, 0);
     if (p.match) {
       heads_.assign(size_t(1) << p.match_bits, 0);
       matchers_ = p.has(LOCAL_MATCH) ? 2 : 1;
@@ -220,15 +242,17 @@ class Stage {
     if (p.nn) w[0] = 65536;
     const int warm = p.has(WARM) ? WARM_UPDATES : 0;
     mixer1_ = Mixer(n_inputs_, p.has(MATCH_CTX) ? 96 : 32, p.mixer_lr, w, warm);
+    const int eq_sets = p.has(FIELD_EQ) ? 2 : 1;  // FIELD_EQ doubles mixer 4's sets and APM 1's by field_eq
     mixer2_ = Mixer(n_inputs_, 256, p.mixer_lr, w, warm);
     if (p.has(LAYERED)) {
       mixer3_ = Mixer(n_inputs_, 256, p.mixer_lr, w, warm);
-      mixer4_ = Mixer(n_inputs_, 16 * 8, p.mixer_lr, w, warm);
+      mixer4_ = Mixer(n_inputs_, 16 * 8 * eq_sets, p.mixer_lr, w, warm);
       final_ = Mixer(FINAL_INPUTS, 8, p.mixer_lr, {16384, 16384, 16384, 16384}, warm);
     }
     if (p.nn) nn_apm_ = APM(*tb_, 65536);
     if (p.apm) {
-      apm1_ = APM(*tb_, 256);
+      apm1_ = APM(*tb_, p.has(FIELD_EQ) ? 256 * 2 * APM1_FIELDS : 256);
+      if (p.has(MATCH_APM)) match_apm_ = APM(*tb_, 256 * 2 * MATCH_BANDS);
       apm2_ = APM(*tb_, 65536);
     }
   }
@@ -252,9 +276,23 @@ class Stage {
       default: return false;
     }
   }
-  // the FIELDS, SHAPE and BRACKETS state after byte c, which followed `before` (L.coded counts c)
+  // The byte at the same offset of the same field in the lane's previous line, 256 + byte; 0 if
+  // that field is shorter or absent there, or the decoder cannot know it (byte_at(lane offset)
+  // is -1): for records whose fields vary in width (CSV, logs).
+  template <class ByteAt>
+  static u32 field_above(const Lane& L, ByteAt&& byte_at) {
+    if (L.field >= L.prev_fields) return 0;
+    const u32 q = L.prev_field_start[L.field] + (L.coded - L.field_start[L.field]);
+    const u32 end = L.field + 1 < L.prev_fields ? L.prev_field_start[L.field + 1] : L.line;
+    const int c = q < end ? byte_at(q) : -1;
+    return c < 0 ? 0 : 256 | u32(c);
+  }
+  // the lines, FIELDS, SHAPE, BRACKETS and FIELD_VALUE/EQ state after byte c, which followed
+  // `before` (L.coded counts c; FIELD_EQ compares c with L.above, c's field_above)
   static void structure(Lane& L, int c, int before, u32 extras) {
-    if (extras & (FIELDS | SHAPE)) {
+    if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ)) {
+      const bool eq = L.field_eq && L.above == (256 | u32(c));
+      L.field_eq = true;
       if (c == '\n') {
         L.prev_field_start = L.field_start;
         L.prev_fields = L.field + 1;
@@ -262,7 +300,14 @@ class Stage {
         L.field_start[0] = L.coded;
       } else if (separator(c) && !(c == ' ' && separator(before)) && L.field + 1 < FIELDS_MAX) {
         L.field_start[++L.field] = L.coded;
+      } else {
+        L.field_eq = eq;
       }
+    }
+    if (extras & FIELD_VALUE) L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
+    if (c == '\n') {
+      L.prev_line = L.line;
+      L.line = L.coded;
     }
     if (extras & SHAPE) L.shape = L.shape << 5 | byte_class(c);
     if (extras & BRACKETS) {
@@ -286,8 +331,9 @@ class Stage {
   size_t bytes() const {
     size_t n = ring_.size() + heads_.size() * sizeof(u64) + direct_.size();
     for (const auto& t : tables_) n += t.bytes();
-    n += size_t(n_inputs_) * (32 + 256 + (prm_.has(LAYERED) ? 256 + 128 : 0)) * 4 + (prm_.nn ? 65536 * APM_CELLS * 4 : 0);
-    return n + (prm_.apm ? (256 + 65536) * APM_CELLS * 4 : 0);
+    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &final_}) n += m->bytes();
+    for (const APM* a : {&nn_apm_, &apm1_, &apm2_, &match_apm_}) n += a->bytes();
+    return n;
   }
   void restore(const Stage& s) {
     if (!(s.prm_ == prm_)) throw std::invalid_argument("snapshot of a stage with other parameters");
@@ -313,6 +359,11 @@ class Stage {
     }
     // each context's hash for this byte, from the lane's own bytes; the first nibble's buckets
     // are fetched while the NN's sums are formed (a hint only: it changes no value)
+    if (prm_.has(FIELDS) || prm_.has(FIELD_EQ))
+      L.above = field_above(L, [&](u32 q) {
+        const u64 pa = at.base + b * at.span + q;
+        return valid(pa, at) ? int(ring_[pa & ring_mask()]) : -1;
+      });
     u32 ctx[MAX_INPUTS];
     for (int i = 0; i < nm; ++i) {
       const int o = models_[i].order;
@@ -322,7 +373,11 @@ class Stage {
         case WORD_PAIR: bytes = u64(L.word) << 32 | L.prev_word; break;
         case COLUMN: bytes = column_context(L, b, at); break;
         case SPARSE: bytes = L.hist & 0xFFFF00; break;  // the 2 bytes before the last
-        case FIELD: bytes = field_context(L, b, at); break;
+        case FIELD:  // FIELD_EQ: with field_eq
+          bytes = u64(L.above) << 16 | u64(L.field) << 8 | c1;
+          if (prm_.has(FIELD_EQ)) bytes |= u64(L.field_eq) << 28;
+          break;
+        case VALUE: bytes = u64(L.value ? L.value : c1) << 8 | L.field; break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
         case LOCAL6: bytes = u64(b) << 48 | (L.hist & 0xFFFFFFFFFFFF); break;
@@ -401,7 +456,7 @@ class Stage {
       if (prm_.has(MATCH_CTX) && mcx[0] != 0) set1 += 32 * (1 + int(mcx[0] & 1));  // by the expected bit
       const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
       int x3 = 0, x4 = 0, xf[FINAL_INPUTS];
-      const int set4 = std::min(seen, 15) * 8 + k;
+      const int set4 = std::min(seen, 15) * 8 + k + (prm_.has(FIELD_EQ) && L.field_eq ? 128 : 0);
       if (prm_.has(LAYERED)) {
         x3 = mixer3_.dot(x, int(c1));
         x4 = mixer4_.dot(x, set4);
@@ -411,10 +466,13 @@ class Stage {
       const int pm = tb.sq(xm);
       int p = pm;
       if (prm_.apm) {
-        const int a1 = apm1_.p16(xm, size_t(c0));
+        size_t cx1 = size_t(c0);
+        if (prm_.has(FIELD_EQ)) cx1 |= size_t(L.field_eq) << 8 | size_t(std::min<u32>(L.field, APM1_FIELDS - 1)) << 9;
+        const int a1 = apm1_.p16(xm, cx1);
         const int pa = (pm + 3 * a1) >> 2;
         const int a2 = apm2_.p16(tb.st(pa), size_t(c0) | c1 << 8);
         p = (pa + 3 * a2) >> 2;
+        if (prm_.has(MATCH_APM)) p = (3 * p + match_apm_.p16(xm, size_t(c0) | mcx[0] << 8)) >> 2;
       }
       const int y = io(clampi(p, 1, P16_MAX), sym < 0 ? -1 : (sym >> (7 - k)) & 1);
       // learn, every component from its own prediction
@@ -429,6 +487,7 @@ class Stage {
       if (prm_.apm) {
         apm1_.update(y);
         apm2_.update(y);
+        if (prm_.has(MATCH_APM)) match_apm_.update(y);
       }
       for (int i = 0; i < nm; ++i) {
         maps_[i].update(tb, *state[i], y, COUNT_LIMIT_MAX);
@@ -471,19 +530,6 @@ class Stage {
     return above << 16 | u64(std::min<u32>(col, 255)) << 8 | (L.hist & 0xFF);
   }
 
-  // the byte at the same offset of the same field in the lane's previous line (256 + byte; 0 if
-  // that field is shorter or absent), the field number and c1: for records whose fields vary
-  // in width (CSV, logs)
-  u64 field_context(const Lane& L, size_t b, const Where& at) const {
-    u64 above = 0;
-    if (L.field < L.prev_fields) {
-      const u32 q = L.prev_field_start[L.field] + (L.coded - L.field_start[L.field]);
-      const u32 end = L.field + 1 < L.prev_fields ? L.prev_field_start[L.field + 1] : L.line;
-      const u64 pa = at.base + b * at.span + q;
-      if (q < end && valid(pa, at)) above = 256 | ring_[pa & ring_mask()];
-    }
-    return above << 16 | u64(L.field) << 8 | (L.hist & 0xFF);
-  }
   void end_byte(std::vector<Lane>& lanes, size_t b, const Where& at, int c) {
     Lane& L = lanes[b];
     const u64 pos = at.base + b * at.span + L.coded;
@@ -498,10 +544,6 @@ class Stage {
     }
     ++L.coded;
     structure(L, c, before, prm_.extras);
-    if (c == '\n') {
-      L.prev_line = L.line;
-      L.line = L.coded;
-    }
     if (!ring_.empty()) ring_[pos & ring_mask()] = u8(c);
     if (!prm_.match) return;
     for (Lane::Match& M : L.match) {  // a match goes on if it predicted this byte from known history
@@ -539,7 +581,7 @@ class Stage {
     int order, table;
   };
   static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
-                       LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18;
+                       LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19;
   static constexpr int FINAL_INPUTS = 4;
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
   std::vector<Model> models_;
@@ -551,7 +593,7 @@ class Stage {
   std::vector<u8> ring_;
   std::vector<u64> heads_;
   Mixer mixer1_, mixer2_, mixer3_, mixer4_, final_;
-  APM nn_apm_, apm1_, apm2_;
+  APM nn_apm_, apm1_, apm2_, match_apm_;
   int n_inputs_ = 0;
   u64 pos_ = 0;
 };
