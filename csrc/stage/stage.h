@@ -155,8 +155,8 @@ struct Params {
 };
 
 constexpr int FIELDS_MAX = 16;  // fields of a line tracked by the FIELDS model
-constexpr int WARM_UPDATES = 1024;
-constexpr u32 APM1_FIELDS = 8;  // FIELD_EQ: APM 1's contexts tell fields 0..6 and 7 or later apart  // WARM: a set's rate is 4x at first, 2.5x after this many updates
+constexpr int WARM_UPDATES = 1024;  // WARM: a set's rate is 4x at first, 2.5x after this many updates
+constexpr u32 APM1_FIELDS = 8;  // FIELD_EQ: APM 1's contexts tell fields 0..6 and 7 or later apart
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
