@@ -114,17 +114,10 @@ class AdaptiveParams:
         d["orders"] = list(self.orders)
         return d
 
-    def version1(self) -> AdaptiveParams:
-        """These parameters without version 2's and 3's models: the stage shazip 0.5 wrote."""
-        return replace(self, **dict.fromkeys(EXTRA_FLAGS, False))
-
-    def version2(self) -> AdaptiveParams:
-        """These parameters without version 3's and 4's models: the stage shazip 0.6 wrote."""
-        return replace(self.version3(), match_ctx=False)
-
-    def version3(self) -> AdaptiveParams:
-        """These parameters without version 4's models: the stage shazip 0.7 wrote."""
-        return replace(self, **dict.fromkeys(EXTRA_FLAGS[EXTRAS_OF[3]:], False))
+    def at_version(self, version: int) -> AdaptiveParams:
+        """These parameters without the models of stage versions after `version` (EXTRAS_OF):
+        what that version's shazip wrote (version 1: shazip 0.5, 2: 0.6, 3: 0.7, 4: 0.8)."""
+        return replace(self, **dict.fromkeys(EXTRA_FLAGS[EXTRAS_OF[version]:], False))
 
     @property
     def version(self) -> int:

@@ -51,7 +51,7 @@ def _stage_params(adapt: str | AdaptiveParams, level: Level) -> AdaptiveParams |
             raise UsageError("levels 1 and 2 code with the adaptive stage alone: it cannot be off (adapt 'none')")
         return None
     params = AdaptiveParams(nn=level.model)
-    return {1: params.version1(), 2: params.version2(), 3: params.version3(), 4: params}[level.stage]
+    return params.at_version(level.stage)
 
 Progress = Callable[[int], None]
 
@@ -98,7 +98,7 @@ class Compressor:
     decodes anywhere) or "float32" (decodes only on this machine with the same thread count).
     `adapt`: "cm" (the adaptive stage learns the input as it is coded; int8 only), "none" (the
     model alone, as shazip 0.3 coded), or an `AdaptiveParams` (the stage with exactly these
-    parameters, recorded in the archive: `AdaptiveParams().version1()` writes what shazip 0.5
+    parameters, recorded in the archive: `AdaptiveParams().at_version(1)` writes what shazip 0.5
     wrote). `device`: where the int8 engine runs: "cpu" (the native
     core), "cuda" (the torch twin on a GPU; needs torch with CUDA) or "auto" (CUDA where there
     is one); archives are the same bytes on every device. `methods` restricts the block methods

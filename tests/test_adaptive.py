@@ -335,16 +335,16 @@ def records_payloads(p: AdaptiveParams) -> list[bytes]:
 def test_each_version_2_model_round_trips_and_counts(flag):
     """Each model alone on version 1's stage: encoder and decoder agree across lanes and blocks,
     and the model changes the code (it is wired in)."""
-    base = SMALL.version1()
+    base = SMALL.at_version(1)
     params = replace(base, **{flag: True})
     assert params.version == 2 and AdaptiveParams.unpack(params.pack(), 2) == params
     assert records_payloads(base) != records_payloads(params)
 
 
 def test_version_2_packs_its_models_in_a_ninth_byte():
-    p = AdaptiveParams().version2()
+    p = AdaptiveParams().at_version(2)
     assert p.version == 2 and len(p.pack()) == 9 and AdaptiveParams.unpack(p.pack(), 2) == p
-    v1 = p.version1()
+    v1 = p.at_version(1)
     assert v1.version == 1 and v1.pack() == p.pack()[:8] and AdaptiveParams.unpack(v1.pack(), 1) == v1
     with pytest.raises(CorruptArchive):
         AdaptiveParams.unpack(p.pack(), 1)  # a version 1 header has 8 bytes
@@ -358,15 +358,15 @@ def test_version_3_adds_the_match_context():
     """match_ctx alone on version 2's stage: version 3, bit 7 of the ninth byte; encoder and
     decoder agree across lanes and blocks, and it changes the code. A version 3 header without
     it, or of the wrong size, is damaged; it alone on version 1's models is a version 3 stage."""
-    v2 = replace(SMALL, match=True).version2()
+    v2 = replace(SMALL, match=True).at_version(2)
     v3 = replace(v2, match_ctx=True)
-    assert (v2.version, v3.version) == (2, 3) and AdaptiveParams().version3().version == 3
+    assert (v2.version, v3.version) == (2, 3) and AdaptiveParams().at_version(3).version == 3
     assert v3.pack() == v2.pack()[:8] + bytes([v2.pack()[8] | 0x80])
     assert AdaptiveParams.unpack(v3.pack(), 3) == v3
     for bad in (v2.pack(), v3.pack()[:8] + b"\xff\x00", v3.pack()[:8]):
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, 3)
-    alone = replace(v3.version1(), match_ctx=True)
+    alone = replace(v3.at_version(1), match_ctx=True)
     assert alone.version == 3 and AdaptiveParams.unpack(alone.pack(), 3) == alone
     no_match = replace(v3, match=False)  # a context of the last two bytes alone
     assert AdaptiveParams.unpack(no_match.pack(), 3) == no_match
@@ -380,13 +380,13 @@ def test_each_version_4_model_round_trips_and_counts(flag):
     with neither the match model nor the line models (whose history ring field_eq then needs
     on its own): version 4, extras in two bytes; encoder and decoder agree across lanes and
     blocks, and the model changes the code."""
-    v3 = SMALL.version3()
+    v3 = SMALL.at_version(3)
     params = replace(v3, **{flag: True})
     assert params.version == 4 and len(params.pack()) == 10
     assert params.pack() == v3.pack()[:8] + (v3.extras | 1 << EXTRA_FLAGS.index(flag)).to_bytes(2, "little")
     assert AdaptiveParams.unpack(params.pack(), 4) == params
     assert records_payloads(v3) != records_payloads(params)
-    bare = replace(SMALL.version1(), match=False, column=False, **{flag: True})
+    bare = replace(SMALL.at_version(1), match=False, column=False, **{flag: True})
     assert bare.version == 4 and AdaptiveParams.unpack(bare.pack(), 4) == bare
     assert records_payloads(replace(bare, **{flag: False})) != records_payloads(bare)
 
@@ -395,7 +395,7 @@ def test_version_4_headers():
     """The default is version 4; a version 4 header holds one of its models, in 10 bytes."""
     p = AdaptiveParams()
     assert p.version == VERSION == 4 and AdaptiveParams.unpack(p.pack(), 4) == p
-    v3 = p.version3()
+    v3 = p.at_version(3)
     assert v3.version == 3 and v3.pack() == p.pack()[:8] + p.pack()[8:9]
     for bad in (v3.pack() + b"\x00", p.pack()[:9], p.pack() + b"\x00", p.pack()[:8] + b"\xff\x08"):
         with pytest.raises(CorruptArchive):

@@ -217,7 +217,7 @@ def test_golden_mixed_archives(trained, text):
     stage reproduces without version 2's models. If the arithmetic changes on purpose, bump the
     version and add golden files (tests/data/README.md)."""
     mixed = dict(model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED}))
-    v1 = dict(mixed, adapt=AdaptiveParams().version1())
+    v1 = dict(mixed, adapt=AdaptiveParams().at_version(1))
     v2 = (DATA / "golden-mixed.shz").read_bytes()
     v3, v4 = ((DATA / f"golden-mixed-v{v}.shz").read_bytes() for v in (3, 4))
     solo3, solo4 = ((DATA / f"golden-solo-v{v}.shz").read_bytes() for v in (3, 4))
@@ -237,7 +237,7 @@ def test_golden_stage_version_2_to_4_archives(trained, text, version):
     repeats of the line above, the match APM; on by default): the same two calls as the version
     1 golden files, frozen in golden-mixed-sV.shz and golden-solo-sV.shz; each version's
     parameters without its models write the version before's."""
-    adapt = {2: AdaptiveParams().version2(), 3: AdaptiveParams().version3(), 4: AdaptiveParams()}[version]
+    adapt = AdaptiveParams().at_version(version)
     mixed = dict(model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED}), adapt=adapt)
     for name, data in ((f"golden-mixed-s{version}.shz", text[:6000]), (f"golden-solo-s{version}.shz", text[:2000])):
         golden = (DATA / name).read_bytes()
