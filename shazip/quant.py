@@ -58,11 +58,22 @@ def isqrt(v: torch.Tensor) -> torch.Tensor:
 
 def int_mm(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """int8 [B, K] x int8 [K, N] -> int32, exact. CUDA's kernel needs more than 16 rows (and
-    K, N multiples of 8, checked at load), so small batches are padded there."""
+    K, N multiples of 8, checked at load), so small batches are padded there; there `w` is the
+    transposed view `device_weight` makes."""
     if a.is_cuda and a.shape[0] <= 16:
         pad = torch.zeros(17 + (-17 % 8) - a.shape[0], a.shape[1], dtype=a.dtype, device=a.device)
         return torch._int_mm(torch.cat([a, pad]), w)[: a.shape[0]]
     return torch._int_mm(a, w)
+
+
+def device_weight(w: np.ndarray, device: torch.device | str) -> torch.Tensor:
+    """An int8 weight matrix [K, N] for `int_mm` on `device`. On CUDA it is stored [N, K] and
+    handed over as its transposed view: cuBLASLt's int8 matmul supports that layout (the "TN"
+    of its IMMA kernels) at every shape, while the plain row-major pair is refused at some
+    (CUBLAS_STATUS_NOT_SUPPORTED for K=32, N=128 on an H100, seen 2026-11-24)."""
+    if torch.device(device).type != "cuda":
+        return torch.from_numpy(w).to(device)
+    return torch.from_numpy(np.ascontiguousarray(w.T)).to(device).t()
 
 
 @dataclass
@@ -76,7 +87,7 @@ class QLinear:
 
     @staticmethod
     def of(lin: exact.Linear, device) -> "QLinear":
-        return QLinear([torch.from_numpy(w).to(device) for w in lin.weights],
+        return QLinear([device_weight(w, device) for w in lin.weights],
                        [torch.from_numpy(m).to(device) for m in lin.mults], torch.from_numpy(lin.bias).to(device),
                        lin.shift)
 
