@@ -25,7 +25,9 @@ core = Pybind11Extension(
 )
 
 # build_ext builds this first and links it into the core; its symbols stay hidden in the module.
-zstd = ("zstd", {"sources": ["csrc/third_party/zstd/zstd.c"],
+# Its own name: as plain "zstd", -lzstd would link a system libzstd.so where libzstd-dev is
+# installed (seen on a machine with libzstd 1.5.5), making the core depend on that library.
+zstd = ("shazip_zstd", {"sources": ["csrc/third_party/zstd/zstd.c"],
                  "macros": [("ZSTDLIB_VISIBLE", ""), ("ZSTDLIB_HIDDEN", "")],
                  "cflags": ["-O3", "-g0", "-fvisibility=hidden", "-pthread"]})
 

@@ -4,12 +4,22 @@ python-zstandard, and clean errors on damaged ones."""
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
 from shazip import _core
 
 zstandard = pytest.importorskip("zstandard")  # the dev extra has it; the base install does not
+
+
+def test_core_links_its_own_libzstd():
+    """The core carries csrc/third_party/zstd, not whatever libzstd the build machine has (a
+    system libzstd.so once took its place, version 1.5.5: its frames differ from 1.5.7's)."""
+    header = Path(__file__).parents[1] / "csrc/third_party/zstd/zstd.h"
+    parts = [re.search(rf"#define ZSTD_VERSION_{p}\s+(\d+)", header.read_text())[1] for p in ("MAJOR", "MINOR", "RELEASE")]
+    assert _core.ZSTD_VERSION == ".".join(parts)
 
 
 @pytest.mark.parametrize("level", [1, 19])
