@@ -32,7 +32,7 @@ from .frames import Frame, index, ordered_map
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import (
     ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
-    DEFAULT_LEVEL, LEVELS, MIN_LANE_GPU, Level,
+    DEFAULT_LEVEL, LEVELS, LONG_LANES, MIN_LANE_GPU, Level,
 )
 
 if TYPE_CHECKING:
@@ -130,8 +130,9 @@ class Compressor:
         if device != "cpu" and engine != "int8":
             raise UsageError("only the int8 engine runs on another device than the CPU")
         lv = LEVELS[level]
-        min_lane = lv.min_lane if not lv.model or resolve_device(device) == "cpu" else min(lv.min_lane, MIN_LANE_GPU)
-        self.min_lane = min_lane if auto_lanes else LANE_FLOOR
+        on_gpu = lv.model and resolve_device(device) != "cpu"
+        self.min_lane = LANE_FLOOR if not auto_lanes else min(lv.min_lane, MIN_LANE_GPU) if on_gpu else lv.min_lane
+        self.repetitive_min_lane = self.min_lane * LONG_LANES if auto_lanes and lv.model and not on_gpu else self.min_lane
         self.params = _stage_params(adapt, lv)
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
@@ -244,7 +245,7 @@ class ShazipCompressor:
         from .codec import encode_block  # numpy: imported by the first block, not by an empty input
         with _threads(c.kind, c.threads):
             method, k, payload = encode_block(self._engine, block, c.lanes, self._progress, c.methods, self._stats,
-                                              self._stage, c.min_lane)
+                                              self._stage, c.min_lane, c.repetitive_min_lane)
         self._writer.add_block(method, k, block, payload)
         self._in_frame += 1
         if self._in_frame == c.frame_blocks:  # the frame is whole: the next block starts another

@@ -12,6 +12,15 @@ MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small`
 # (benchmarks/README.md, "Structured text"): lanes of at least 16 KB instead of 2 KB make the
 # archives 0.8 % smaller (logs 6 %, JSON 3 %) and were no slower.
 LANE_FLOOR = 256  # what archives may hold: at most n // 256 lanes (every shazip encoder keeps to it)
+# Repetitive text (logs, tables, JSON, XML, code: records and keys that recur) loses far more to
+# lanes than prose does: strings first met in two lanes are paid twice, and each lane's model
+# and line-above contexts start cold. Measured on 150 KB development files (benchmarks/README.md,
+# "Lanes by kind"), lanes of 64 KB rather than 16 KB: logs 1.2-7 % smaller, JSON 1.4-6.8 %, XML
+# 1.6 %, code 0.6 %, a book 0.2 %. So a block that zstd's fastest level shrinks more than
+# REPETITIVE-fold (prose: 2.4-2.7; those files: 3.5-82) gets lanes LONG_LANES times longer on
+# the CPU, where longer lanes cost little time (the step costs about the same per lane).
+REPETITIVE = 3.0
+LONG_LANES = 4
 MIN_LANE_GPU = 2048  # the automatic choice on a GPU: at most DEFAULT_LANES lanes, none shorter than this
 ONE_LANE = 1 << 40  # a shortest lane no block reaches: one lane per block
 
@@ -32,7 +41,8 @@ LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 4, ONE_LANE), 3: Level(T
 DEFAULT_LEVEL = 6
 MIN_LANE = LEVELS[DEFAULT_LEVEL].min_lane  # the default level's automatic choice on the CPU
 LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts the model cold. 0: automatic, at "
-              f"most {DEFAULT_LANES} and none shorter than the level's (16 KB at -6; 2 KB on a GPU).")
+              f"most {DEFAULT_LANES} and none shorter than the level's (16 KB at -6, 4x that on repetitive text; "
+              "2 KB on a GPU).")
 LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone, no neural model (-1 its version "
                "1 models), about 9x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower): "
                "-6 (the default) lanes of 16 KB or more, -9 (--best) one lane per block (on a GPU: lanes of 2 KB or more "
