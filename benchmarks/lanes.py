@@ -15,6 +15,7 @@ from pathlib import Path
 
 from shazip import codec
 from shazip.api import Compressor
+from shazip.options import LanePolicy
 
 
 def measure(c: Compressor, data: bytes) -> tuple[float, float]:
@@ -40,8 +41,8 @@ def main() -> None:
     for f in a.files:
         data = f.read_bytes()
         for m in mins:
-            for c in comps.values():
-                c.min_lane = m
+            for k, c in comps.items():
+                c.lane_policy = LanePolicy(k, m, m)
             cells = [measure(comps[k], data) for k in lanes]
             print(f"| {f.name} | {len(data):,} | {m} | " + " | ".join(f"{b:.3f} ({s:.1f} KB/s)" for b, s in cells) + " |",
                   flush=True)

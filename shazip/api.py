@@ -31,8 +31,8 @@ from . import seektable
 from .frames import Frame, index, ordered_map
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import (
-    ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
-    DEFAULT_LEVEL, LEVELS, LONG_LANES, MIN_LANE_GPU, Level,
+    ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, MAX_FRAME_IN_MEMORY, MAX_LANES,
+    DEFAULT_LEVEL, LEVELS, Level, lane_policy,
 )
 
 if TYPE_CHECKING:
@@ -91,9 +91,9 @@ class Compressor:
     `level`: 1 .. 9 (options.LEVELS): 1 and 2 code with the adaptive stage alone (no neural model;
     1 with its version 1 models), 3 .. 9 add the model in ever longer lanes; 6 is the default.
     `lanes`: parallel lanes per block (more is faster on a GPU; each starts the model cold). None,
-    the default, chooses: at most 32, none shorter than the level's (16 KB at level 6, four
-    times that for a block zstd's fastest level shrinks more than 3-fold; at most 2 KB on a
-    GPU); a number asks for that many, down to lanes of 256 bytes.
+    the default, chooses (options.lane_policy): at most 32, none shorter than the level's (16 KB
+    at level 6, four times that for a block zstd's fastest level shrinks more than 3-fold; on a
+    GPU up to 1,024 of 2 KB or more); a number asks for that many, down to lanes of 256 bytes.
     `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output
     does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
     decodes anywhere) or "float32" (decodes only on this machine with the same thread count).
@@ -114,7 +114,6 @@ class Compressor:
                  frame_size: int = DEFAULT_FRAME_SIZE) -> None:
         if lanes is not None and not 1 <= lanes <= MAX_LANES:
             raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
-        auto_lanes, lanes = lanes is None, lanes or DEFAULT_LANES
         if not 1 <= block_size <= MAX_BLOCK_SIZE:
             raise UsageError(f"block size must be between 1 and {MAX_BLOCK_SIZE}")
         if not methods:
@@ -131,13 +130,11 @@ class Compressor:
         if device != "cpu" and engine != "int8":
             raise UsageError("only the int8 engine runs on another device than the CPU")
         lv = LEVELS[level]
-        on_gpu = lv.model and resolve_device(device) != "cpu"
-        self.min_lane = LANE_FLOOR if not auto_lanes else min(lv.min_lane, MIN_LANE_GPU) if on_gpu else lv.min_lane
-        self.repetitive_min_lane = self.min_lane * LONG_LANES if auto_lanes and lv.model and not on_gpu else self.min_lane
+        self.lane_policy = lane_policy(lv, lanes, lv.model and resolve_device(device) != "cpu")
         self.params = _stage_params(adapt, lv)
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
-        self.threads, self.lanes, self.methods = resolve_threads(threads), lanes, methods
+        self.threads, self.methods = resolve_threads(threads), methods
         self.loaded = loaded = _resolve(model)
         if len(loaded.name.encode()) > 255:
             raise UsageError(f"model name is longer than 255 bytes: {loaded.name[:40]}...")
@@ -145,7 +142,7 @@ class Compressor:
         self.header = Header(engine=kind.engine_id, engine_version=kind.engine_version,
                              threads=self.threads if kind is FloatEngine else 0,  # what a float32 decoder replays
                              model_id=loaded.model_id, model_name=loaded.name,
-                             block_size=block_size, lanes=lanes,
+                             block_size=block_size, lanes=self.lane_policy.most,
                              adapt_version=self.params.version if self.params else 0,
                              adapt_params=self.params.pack() if self.params else b"")
         # the header settles its format; format 3 leaves a bundled model's name out
@@ -245,8 +242,8 @@ class ShazipCompressor:
             self._start(len(block) if last else None)
         from .codec import encode_block  # numpy: imported by the first block, not by an empty input
         with _threads(c.kind, c.threads):
-            method, k, payload = encode_block(self._engine, block, c.lanes, self._progress, c.methods, self._stats,
-                                              self._stage, c.min_lane, c.repetitive_min_lane)
+            method, k, payload = encode_block(self._engine, block, c.lane_policy, self._progress, c.methods,
+                                              self._stats, self._stage)
         self._writer.add_block(method, k, block, payload)
         self._in_frame += 1
         if self._in_frame == c.frame_blocks:  # the frame is whole: the next block starts another

@@ -30,7 +30,7 @@ from . import core
 from .container import ALL_METHODS, Method
 from .engines import FloatEngine, IntEngine, TwinEngine
 from .errors import CorruptArchive
-from .options import LANE_FLOOR, MAX_LANES, MIN_LANE, REPETITIVE  # noqa: F401 (MIN_LANE: the lane policy's, re-exported)
+from .options import LANE_FLOOR, MAX_LANES, MIN_LANE, REPETITIVE, LanePolicy  # noqa: F401 (MIN_LANE: re-exported)
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveStage
@@ -213,27 +213,24 @@ def order0_entropy(data: bytes) -> float:
     return float(-(p * np.log2(p)).sum())
 
 
-def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, progress=None,
+def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolicy, progress=None,
                  methods: frozenset[Method] = ALL_METHODS, stats: CodingStats | None = None,
-                 get_stage: Callable[[], AdaptiveStage] | None = None,
-                 min_lane: int = LANE_FLOOR, repetitive_min_lane: int | None = None) -> tuple[Method, int, bytes]:
+                 get_stage: Callable[[], AdaptiveStage] | None = None) -> tuple[Method, int, bytes]:
     """The smallest of the allowed methods (model-coded, zstd, raw; ties go to the cheaper
     decode). The model codes MIXED with an adaptive stage (`get_stage`), else MODEL. Unless
     the model is the only choice, it is skipped where it cannot pay for its time: data whose
     byte histogram is already near 8 bits/byte (compressed or random: it cannot win; such data
     also skips zstd's slow level when its fast level finds nothing), and data zstd already
     shrinks to at most 1/TRIVIAL of its size (zeros, padding, a repeated record: the model
-    could save at most that little, at ~50 µs a byte). The model's lanes are none shorter than
-    `min_lane`, or `repetitive_min_lane` where zstd's fastest level shrinks the block more than
-    REPETITIVE-fold (options.py says why). `get_engine` and `get_stage` are called only if the
-    model is tried."""
+    could save at most that little, at ~50 µs a byte). The model's lanes follow `lanes`
+    (options.lane_policy says why). `get_engine` and `get_stage` are called only if the model is
+    tried."""
     candidates = []
     dense, trivial = order0_entropy(data) >= 7.5, False
     if Method.RAW in methods:
         candidates.append((Method.RAW, 1, data))
     zstd = core.load().zstd_compress
-    repetitive_min_lane = min_lane if repetitive_min_lane is None else repetitive_min_lane
-    quick = zstd(data, 1) if Method.ZSTD in methods or repetitive_min_lane != min_lane else None
+    quick = zstd(data, 1) if Method.ZSTD in methods or lanes.repetitive_min_lane != lanes.min_lane else None
     if Method.ZSTD in methods:
         # Dense data that zstd's fastest level cannot shrink by 1 % is left to it: level 19
         # runs at ~5 MB/s and would not do better on such data.
@@ -244,7 +241,7 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: int, prog
     stage, snapshot = None, None
     if by_model in methods and (methods == {by_model} or not (dense or trivial)):
         repetitive = quick is not None and len(data) > REPETITIVE * len(quick)
-        k = effective_lanes(len(data), lanes, repetitive_min_lane if repetitive else min_lane)
+        k = effective_lanes(len(data), lanes.most, lanes.repetitive_min_lane if repetitive else lanes.min_lane)
         if get_stage is None:
             payload = model_encode(get_engine(), data, k, progress, stats)
         else:

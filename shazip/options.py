@@ -22,8 +22,22 @@ LANE_FLOOR = 256  # what archives may hold: at most n // 256 lanes (every shazip
 # 4-24 % longer end to end for 2.6-3.3 % smaller archives).
 REPETITIVE = 3.0
 LONG_LANES = 4
-MIN_LANE_GPU = 2048  # the automatic choice on a GPU: at most DEFAULT_LANES lanes, none shorter than this
+# On a GPU a step is one batch of every lane and costs about the same from 64 to 1,024 lanes
+# (the torch twin launches ~550 kernels a step: 6.0 ms at 64 lanes, 7.3 ms at 1,024 on an H100;
+# benchmarks/README.md, "The GPU machine"), so there the automatic choice takes up to MAX_LANES
+# lanes, none shorter than MIN_LANE_GPU: 1 MB of enwik6 in 19 s instead of 159 s, 3.8 % larger.
+MIN_LANE_GPU = 2048
 ONE_LANE = 1 << 40  # a shortest lane no block reaches: one lane per block
+
+
+@dataclass(frozen=True)
+class LanePolicy:
+    """How a block's lanes are chosen: at most `most`, none shorter than `min_lane`, or than
+    `repetitive_min_lane` where zstd's fastest level shrinks the block more than REPETITIVE-fold."""
+
+    most: int
+    min_lane: int
+    repetitive_min_lane: int
 
 
 @dataclass(frozen=True)
@@ -40,14 +54,27 @@ LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 4, ONE_LANE), 3: Level(T
           4: Level(True, 4, 4096), 5: Level(True, 4, 8192), 6: Level(True, 4, 16384), 7: Level(True, 4, 65536),
           8: Level(True, 4, 262144), 9: Level(True, 4, ONE_LANE)}
 DEFAULT_LEVEL = 6
+
+
+def lane_policy(level: Level, lanes: int | None, on_gpu: bool) -> LanePolicy:
+    """`lanes` asked for (down to LANE_FLOOR bytes each), or the automatic choice of `level` on
+    the CPU or a GPU (the comments above say why each)."""
+    if lanes is not None:
+        return LanePolicy(lanes, LANE_FLOOR, LANE_FLOOR)
+    if on_gpu and level.model:
+        gpu_lane = min(level.min_lane, MIN_LANE_GPU)
+        return LanePolicy(MAX_LANES, gpu_lane, gpu_lane)
+    return LanePolicy(DEFAULT_LANES, level.min_lane, level.min_lane * LONG_LANES)
+
+
 MIN_LANE = LEVELS[DEFAULT_LEVEL].min_lane  # the default level's automatic choice on the CPU
 LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts the model cold. 0: automatic, at "
               f"most {DEFAULT_LANES} and none shorter than the level's (16 KB at -6, 4x that on repetitive text; "
-              "2 KB on a GPU).")
+              f"on a GPU up to {MAX_LANES} of 2 KB or more).")
 LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone, no neural model (-1 its version "
                "1 models), about 9x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower): "
-               "-6 (the default) lanes of 16 KB or more, -9 (--best) one lane per block (on a GPU: lanes of 2 KB or more "
-               "at every level).")
+               "-6 (the default) lanes of 16 KB or more, -9 (--best) one lane per block (on a GPU: up to 1024 lanes of 2 KB "
+               "or more at every level).")
 DEFAULT_BLOCK_SIZE = 2 << 20
 # Input bytes per frame (an independent archive: frames.py). Each frame starts the adaptive
 # stage cold; measured in benchmarks/README.md "Frames".

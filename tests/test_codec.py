@@ -16,9 +16,11 @@ from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, la
 from shazip.container import Method, describe
 from shazip.engines import IntEngine
 from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
+from shazip.options import LanePolicy
 from shazip.testing import flip, payload_spans
 
 MODEL_ONLY = frozenset({Method.MODEL})
+EIGHT = LanePolicy(8, LANE_FLOOR, LANE_FLOOR)  # 8 lanes asked for
 DATA = Path(__file__).parent / "data"
 
 
@@ -67,12 +69,31 @@ def test_effective_lanes_keep_lanes_long():
     assert effective_lanes(10**6, 32, MIN_LANE) == 32
 
 
+def test_lane_policy_by_level_and_device():
+    """Asked-for lanes go down to LANE_FLOOR bytes anywhere; automatic lanes on the CPU are at
+    most DEFAULT_LANES, of the level's length or LONG_LANES times it for repetitive text; on a
+    GPU up to MAX_LANES of at most MIN_LANE_GPU bytes (a batch); levels without the model get
+    one lane per block everywhere."""
+    from shazip.options import DEFAULT_LANES, LEVELS, LONG_LANES, MAX_LANES, MIN_LANE_GPU, ONE_LANE, lane_policy
+    for level in LEVELS.values():
+        for on_gpu in (False, True):
+            assert lane_policy(level, 5, on_gpu) == LanePolicy(5, LANE_FLOOR, LANE_FLOOR)
+    six = LEVELS[6]
+    assert lane_policy(six, None, False) == LanePolicy(DEFAULT_LANES, MIN_LANE, MIN_LANE * LONG_LANES)
+    assert lane_policy(six, None, True) == LanePolicy(MAX_LANES, MIN_LANE_GPU, MIN_LANE_GPU)
+    assert lane_policy(LEVELS[3], None, True).min_lane == min(LEVELS[3].min_lane, MIN_LANE_GPU)
+    for on_gpu in (False, True):
+        p = lane_policy(LEVELS[1], None, on_gpu)
+        assert effective_lanes(10**7, p.most, p.min_lane) == effective_lanes(10**7, p.most, p.repetitive_min_lane) == 1
+        assert p.min_lane == ONE_LANE
+
+
 def test_method_choice_picks_the_smallest(random_model, text):
     engine = lambda: pytest.fail("the model is not tried on dense data")  # noqa: E731
     noise = np.random.default_rng(1).integers(0, 256, 5000, dtype=np.uint8).tobytes()
-    method, lanes, payload = encode_block(engine, noise, 8)
+    method, lanes, payload = encode_block(engine, noise, EIGHT)
     assert method == Method.RAW and lanes == 1 and payload == noise
-    method, _, payload = encode_block(lambda: None, text[:5000], 8, methods=frozenset({Method.ZSTD, Method.RAW}))
+    method, _, payload = encode_block(lambda: None, text[:5000], EIGHT, methods=frozenset({Method.ZSTD, Method.RAW}))
     assert method == Method.ZSTD and len(payload) < 5000
 
 
@@ -81,9 +102,9 @@ def test_blocks_zstd_all_but_erases_skip_the_model(random_model):
     time, so it is not run (10 MB of zeros take a second, not minutes); asked for alone, it is."""
     untried = lambda: pytest.fail("the model is not tried on what zstd all but erases")  # noqa: E731
     for data in (bytes(1 << 20), b"2026-11-23 12:00:00 INFO request served in 3 ms\n" * 20000):
-        method, lanes, payload = encode_block(untried, data, 8, get_stage=untried)
+        method, lanes, payload = encode_block(untried, data, EIGHT, get_stage=untried)
         assert method == Method.ZSTD and lanes == 1 and len(payload) * 1024 <= len(data)
-    method, _, _ = encode_block(lambda: IntEngine(random_model), bytes(4096), 8, methods=frozenset({Method.MODEL}))
+    method, _, _ = encode_block(lambda: IntEngine(random_model), bytes(4096), EIGHT, methods=frozenset({Method.MODEL}))
     assert method == Method.MODEL
 
 
