@@ -3,7 +3,7 @@ command line can show its help and version without loading torch (the API checks
 
 from dataclasses import dataclass
 
-DEFAULT_LANES = 32  # the most lanes the automatic choice uses (lanes 0 on the command line)
+DEFAULT_LANES = 32  # the most lanes the automatic choice uses on the CPU (lanes 0 on the command line)
 MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
 # Lanes per block. Each lane starts the model cold, and lanes interleave in the adaptive stage's
 # shared tables, which dilutes the recency its statistics rely on. On the CPU a step costs about
