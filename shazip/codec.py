@@ -30,7 +30,7 @@ from . import core
 from .container import ALL_METHODS, Method
 from .engines import FloatEngine, IntEngine, TwinEngine
 from .errors import CorruptArchive
-from .options import LANE_FLOOR, MAX_LANES, MIN_LANE, REPETITIVE, LanePolicy  # noqa: F401 (MIN_LANE: re-exported)
+from .options import LANE_FLOOR, MAX_LANES, MIN_LANE, REPETITIVE, SPLIT_LANES, LanePolicy  # noqa: F401 (MIN_LANE)
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveStage
@@ -240,8 +240,9 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolic
     by_model = Method.MODEL if get_stage is None else Method.MIXED
     stage, snapshot = None, None
     if by_model in methods and (methods == {by_model} or not (dense or trivial)):
-        repetitive = quick is not None and len(data) > REPETITIVE * len(quick)
-        k = effective_lanes(len(data), lanes.most, lanes.repetitive_min_lane if repetitive else lanes.min_lane)
+        k = effective_lanes(len(data), lanes.most, lanes.min_lane)
+        if quick is not None and len(data) > REPETITIVE * len(quick):
+            k = max(effective_lanes(len(data), lanes.most, lanes.repetitive_min_lane), SPLIT_LANES if k >= SPLIT_LANES else 1)
         if get_stage is None:
             payload = model_encode(get_engine(), data, k, progress, stats)
         else:

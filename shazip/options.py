@@ -20,8 +20,12 @@ LANE_FLOOR = 256  # what archives may hold: at most n // 256 lanes (every shazip
 # REPETITIVE-fold (prose: 2.4-2.7; those files: 3.5-82) gets lanes LONG_LANES times longer on
 # the CPU, where the step costs about the same per lane (a log and a JSON file of the suite took
 # 4-24 % longer end to end for 2.6-3.3 % smaller archives).
+# But never below SPLIT_LANES where the plain rule gives that many: a frame's lanes are split
+# over threads only from 8 (csrc/model/model.cpp: SOLO_LANES per member), and a 349 KB file
+# coded in 5 lanes instead of 21 took 45 % longer at -T 2 for 0.8 % less.
 REPETITIVE = 3.0
 LONG_LANES = 4
+SPLIT_LANES = 8
 # On a GPU a step is one batch of every lane and costs about the same from 64 to 1,024 lanes
 # (the torch twin launches ~550 kernels a step: 6.0 ms at 64 lanes, 7.3 ms at 1,024 on an H100;
 # benchmarks/README.md, "The GPU machine"), so there the automatic choice takes up to MAX_LANES
@@ -34,7 +38,8 @@ ONE_LANE = 1 << 40  # a shortest lane no block reaches: one lane per block
 @dataclass(frozen=True)
 class LanePolicy:
     """How a block's lanes are chosen: at most `most`, none shorter than `min_lane`, or than
-    `repetitive_min_lane` where zstd's fastest level shrinks the block more than REPETITIVE-fold."""
+    `repetitive_min_lane` where zstd's fastest level shrinks the block more than REPETITIVE-fold
+    (then not fewer than SPLIT_LANES where the first rule gives that many)."""
 
     most: int
     min_lane: int

@@ -16,7 +16,7 @@ from shazip.adaptive import PARAMS_BYTES, VERSION
 from shazip.codec import LANE_FLOOR, MIN_LANE, lane_lengths
 from shazip.container import ArchiveReader, Method
 from shazip.errors import ChecksumMismatch, CorruptArchive, ModelError, ShazipError
-from shazip.options import LONG_LANES
+from shazip.options import LONG_LANES, SPLIT_LANES
 
 MODEL_ONLY = frozenset({Method.MODEL})
 MIXED_ONLY = frozenset({Method.MIXED})
@@ -44,17 +44,18 @@ def test_model_coded_text_round_trips_with_lanes(random_model, text, lanes):
 def test_automatic_lanes_are_long(random_model, text):
     """Without `lanes`, a block gets at most 32 lanes of at least MIN_LANE bytes (a small file
     is not cut into many cold starts), LONG_LANES times longer where zstd's fastest level
-    shrinks it more than REPETITIVE-fold; asked for, lanes go down to LANE_FLOOR bytes."""
+    shrinks it more than REPETITIVE-fold (but not fewer than SPLIT_LANES where the plain rule
+    gives that many); asked for, lanes go down to LANE_FLOOR bytes."""
     rng = random.Random(5)
     loose = bytes(rng.choice(b"abcdefghijklmnop ") for _ in range(3 * MIN_LANE + 100))  # zstd -1: 1.9-fold
-    repetitive = text * 3  # wiki markup: zstd -1 shrinks it over 4-fold
     lanes_of = lambda blob: [b.lanes for b, _ in ArchiveReader(io.BytesIO(blob)).blocks()]  # noqa: E731
-    for data, lanes in ((loose, 3), (repetitive, len(repetitive) // (MIN_LANE * LONG_LANES))):
+    # wiki markup (zstd -1 shrinks it over 4-fold): 3 plain lanes become 1; 23 become 8, not 5 (SPLIT_LANES)
+    for data, lanes in ((loose, 3), (text, 1), (text * 6, SPLIT_LANES)):
         auto = shazip.compress(data, model=random_model, methods=MODEL_ONLY, adapt="none")
         asked = shazip.compress(data, model=random_model, lanes=32, methods=MODEL_ONLY, adapt="none")
         assert lanes_of(auto) == [lanes] and lanes_of(asked) == [32]
         assert shazip.decompress(auto, model=random_model) == shazip.decompress(asked, model=random_model) == data
-    assert 1 < len(repetitive) // (MIN_LANE * LONG_LANES) < len(repetitive) // MIN_LANE
+    assert len(text) // MIN_LANE == 3 and len(text) * 6 // MIN_LANE == 23 and len(text) * 6 // (MIN_LANE * LONG_LANES) == 5
 
 
 def test_lane_lengths_cover_block():
