@@ -16,7 +16,9 @@ from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, la
 from shazip.container import Method, describe
 from shazip.engines import IntEngine
 from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
-from shazip.options import LanePolicy
+from shazip.options import (
+    DEFAULT_LANES, LEVELS, LONG_LANES, MAX_LANES, MIN_LANE_GPU, ONE_LANE, LanePolicy, lane_policy,
+)
 from shazip.testing import flip, payload_spans
 
 MODEL_ONLY = frozenset({Method.MODEL})
@@ -74,7 +76,6 @@ def test_lane_policy_by_level_and_device():
     most DEFAULT_LANES, of the level's length or LONG_LANES times it for repetitive text; on a
     GPU up to MAX_LANES of at most MIN_LANE_GPU bytes (a batch); levels without the model get
     one lane per block everywhere."""
-    from shazip.options import DEFAULT_LANES, LEVELS, LONG_LANES, MAX_LANES, MIN_LANE_GPU, ONE_LANE, lane_policy
     for level in LEVELS.values():
         for on_gpu in (False, True):
             assert lane_policy(level, 5, on_gpu) == LanePolicy(5, LANE_FLOOR, LANE_FLOOR)
