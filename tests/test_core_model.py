@@ -123,7 +123,7 @@ def test_threads_and_finished_lanes(path):
     model = core.model(trained_weights(), path)
     lanes, steps, active = 33, 50, 20
     want = twin(("trained",), lanes, steps)
-    for threads in (1, 2, 3, 8):
+    for threads in (1, 2, 3, 8, 16):  # 16: 33 lanes on 8 of them (4 lanes a member at least)
         assert_same(run_core(model, lanes, 30, threads=threads, length=steps), want[:30])
     grid = lanes_of(TEXT, lanes, steps).numpy().astype(np.uint8)
     state, pool = model.state(lanes), _core.ThreadPool(2)
