@@ -30,7 +30,8 @@ from . import core
 from .container import ALL_METHODS, Method
 from .engines import FloatEngine, IntEngine, TwinEngine
 from .errors import CorruptArchive
-from .options import LANE_FLOOR, MAX_LANES, MIN_LANE, REPETITIVE, SPLIT_LANES, LanePolicy  # noqa: F401 (MIN_LANE)
+from .options import MIN_LANE  # noqa: F401 (the lane policy's, re-exported)
+from .options import LANE_FLOOR, MAX_LANES, REPETITIVE, SPLIT_LANES, LanePolicy
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveStage
