@@ -43,7 +43,8 @@ py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const 
 // a lane's structure after `data` (one line-and-bracket state machine, every model on; all of
 // `data` known): (field, field starts of this line, field count of the previous line and its
 // starts, open brackets (innermost lowest), depth, inside a string, shape, the next byte's
-// field_above, field_eq, the current field's hash)
+// field_above, field_eq, the current field's hash, the digits ending there, mixer 3's weight set
+// at bit 0 with DIGITS)
 py::tuple structure_after(const py::bytes& data) {
   const std::string s(data);
   Lane L;
@@ -52,13 +53,14 @@ py::tuple structure_after(const py::bytes& data) {
   for (unsigned char c : s) {
     L.above = Stage::field_above(L, byte_at);
     ++L.coded;
+    L.hist = L.hist << 8 | c;
     Stage::structure(L, c, before, EXTRAS_ALL);
     before = c;
   }
   std::vector<u32> starts(L.field_start.begin(), L.field_start.begin() + L.field + 1);
   std::vector<u32> prev(L.prev_field_start.begin(), L.prev_field_start.begin() + L.prev_fields);
   return py::make_tuple(L.field, starts, prev, L.stack, L.depth, L.quoted, L.shape, Stage::field_above(L, byte_at),
-                        L.field_eq, L.value);
+                        L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true));
 }
 
 // one APM prediction and update on a single context: (p16, new cells)

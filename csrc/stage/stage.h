@@ -104,6 +104,12 @@
 //                  while eq; APM 1 has 256 * 16 contexts: c0 | eq << 8 | min(field, 7) << 9.
 //   MATCH_APM      an APM of x_mix in context c0 | mcx << 8 (mcx: the first match map's context,
 //                  0 without a prediction), after APM 2: p = floor((3 p + p_match) / 4).
+// VERSION 5 adds one, bit 11 of extras (0 gives version 4's stage, unchanged):
+//   DIGITS         (needs LAYERED) r = the digits ending at c1 (0 after any other byte), counted
+//                  to at most 16; fields as for FIELDS. While r > 0, mixer 3 takes its
+//                  weight set by the number's shape instead of c1: 256 + (r - 1) * 8 + k + 128 *
+//                  min(field, 7), of 256 + 1024 sets (the leading digits of a count or a time
+//                  follow other rules than its last ones, and each field's numbers their own).
 // The only floating point is the optional measurement of the ideal code length (sum of
 // -log2 p of the coded bits), which is reported and never read back.
 #pragma once
@@ -137,7 +143,8 @@ enum Extra : u32 {
   FIELD_VALUE = 256,  // version 4: the current field's bytes so far, with the field number
   FIELD_EQ = 512,     // version 4: whether the field so far repeats the line above's (numbers, repeats)
   MATCH_APM = 1024,   // version 4: an APM by the match model's state
-  EXTRAS_ALL = 2047,
+  DIGITS = 2048,      // version 5: mixer 3's weight sets by the digits so far of a number and its field
+  EXTRAS_ALL = 4095,
 };
 
 struct Params {
@@ -157,6 +164,8 @@ struct Params {
 constexpr int FIELDS_MAX = 16;  // fields of a line tracked by the FIELDS model
 constexpr int WARM_UPDATES = 1024;  // WARM: a set's rate is 4x at first, 2.5x after this many updates
 constexpr u32 APM1_FIELDS = 8;  // FIELD_EQ: APM 1's contexts tell fields 0..6 and 7 or later apart
+constexpr u32 DIGITS_MAX = 16;  // DIGITS: a run of digits is counted up to this
+constexpr u32 DIGIT_FIELDS = 8;  // DIGITS: mixer 3's sets tell fields 0..6 and 7 or later apart
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -184,6 +193,7 @@ struct Lane {
   // whether every byte of the current field so far equalled its byte above
   u32 above = 0;
   bool field_eq = true;
+  u32 digits = 0;  // DIGITS: the digits ending at the last byte (at most DIGITS_MAX)
 };
 
 // Where a byte is being coded: which history bytes are already known to the decoder
@@ -219,6 +229,7 @@ class Stage {
     if (p.has(MATCH_CTX)) orders.push_back(MATCHED);
     if (p.has(FIELD_VALUE)) orders.push_back(VALUE);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
+    if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
     for (int o : orders) {
       if (o == 1 && direct_.empty()) {
         direct_.assign(65536, 0);
@@ -245,7 +256,7 @@ class Stage {
     const int eq_sets = p.has(FIELD_EQ) ? 2 : 1;  // FIELD_EQ doubles mixer 4's sets and APM 1's by field_eq
     mixer2_ = Mixer(n_inputs_, 256, p.mixer_lr, w, warm);
     if (p.has(LAYERED)) {
-      mixer3_ = Mixer(n_inputs_, 256, p.mixer_lr, w, warm);
+      mixer3_ = Mixer(n_inputs_, p.has(DIGITS) ? 256 + DIGITS_MAX * 8 * DIGIT_FIELDS : 256, p.mixer_lr, w, warm);
       mixer4_ = Mixer(n_inputs_, 16 * 8 * eq_sets, p.mixer_lr, w, warm);
       final_ = Mixer(FINAL_INPUTS, 8, p.mixer_lr, {16384, 16384, 16384, 16384}, warm);
     }
@@ -287,10 +298,15 @@ class Stage {
     const int c = q < end ? byte_at(q) : -1;
     return c < 0 ? 0 : 256 | u32(c);
   }
-  // the lines, FIELDS, SHAPE, BRACKETS and FIELD_VALUE/EQ state after byte c, which followed
+  // mixer 3's weight set at bit k: by c1, or (DIGITS) within a number by its digits so far and field
+  static int mixer3_set(const Lane& L, int k, bool digits) {
+    if (!digits || L.digits == 0) return int(L.hist & 0xFF);
+    return int(256 + (L.digits - 1) * 8 + u32(k) + 128 * std::min(L.field, DIGIT_FIELDS - 1));
+  }
+  // the lines, FIELDS, SHAPE, BRACKETS, FIELD_VALUE/EQ and DIGITS state after byte c, which followed
   // `before` (L.coded counts c; FIELD_EQ compares c with L.above, c's field_above)
   static void structure(Lane& L, int c, int before, u32 extras) {
-    if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ)) {
+    if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS)) {
       const bool eq = L.field_eq && L.above == (256 | u32(c));
       L.field_eq = true;
       if (c == '\n') {
@@ -304,6 +320,7 @@ class Stage {
         L.field_eq = eq;
       }
     }
+    if (extras & DIGITS) L.digits = c >= '0' && c <= '9' ? std::min(L.digits + 1, DIGITS_MAX) : 0;
     if (extras & FIELD_VALUE) L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
     if (c == '\n') {
       L.prev_line = L.line;
@@ -456,9 +473,10 @@ class Stage {
       if (prm_.has(MATCH_CTX) && mcx[0] != 0) set1 += 32 * (1 + int(mcx[0] & 1));  // by the expected bit
       const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
       int x3 = 0, x4 = 0, xf[FINAL_INPUTS];
+      const int set3 = mixer3_set(L, k, prm_.has(DIGITS));
       const int set4 = std::min(seen, 15) * 8 + k + (prm_.has(FIELD_EQ) && L.field_eq ? 128 : 0);
       if (prm_.has(LAYERED)) {
-        x3 = mixer3_.dot(x, int(c1));
+        x3 = mixer3_.dot(x, set3);
         x4 = mixer4_.dot(x, set4);
         xf[0] = x1, xf[1] = x2, xf[2] = x3, xf[3] = x4;
       }
@@ -479,7 +497,7 @@ class Stage {
       mixer1_.update(x, set1, y, tb.sq(x1));
       mixer2_.update(x, c0, y, tb.sq(x2));
       if (prm_.has(LAYERED)) {
-        mixer3_.update(x, int(c1), y, tb.sq(x3));
+        mixer3_.update(x, set3, y, tb.sq(x3));
         mixer4_.update(x, set4, y, tb.sq(x4));
         final_.update(xf, k, y, tb.sq(xm));
       }
