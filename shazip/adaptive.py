@@ -76,6 +76,11 @@ class AdaptiveParams:
     digits: within a number, the third mixer's weight set is chosen by how many digits precede
         (up to 16), the bit position and the field number instead of by the last byte: a count's,
         a time's or an address's leading digits follow other rules than its last ones.
+    Version 6 adds one:
+    recover: a match of 16 bytes or more that mispredicts a byte is followed on past it, as if that
+        byte had been replaced (a record whose one field differs from the earlier record's: a
+        time, a process id), as two more inputs by its length since its last miss and its misses,
+        until it has missed 16 bytes. It needs `match`.
     """
 
     table_bits: int = 22
@@ -102,6 +107,7 @@ class AdaptiveParams:
     field_eq: bool = True
     match_apm: bool = True
     digits: bool = True
+    recover: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -121,7 +127,7 @@ class AdaptiveParams:
 
     def at_version(self, version: int) -> AdaptiveParams:
         """These parameters without the models of stage versions after `version` (EXTRAS_OF):
-        what that version's shazip wrote (version 1: shazip 0.5, 2: 0.6, 3: 0.7, 4: 0.8, 5: 0.9)."""
+        what that version's shazip wrote (version 1: shazip 0.5, 2: 0.6, 3: 0.7, 4: 0.8, 5: 0.9, 6: 0.10)."""
         return replace(self, **dict.fromkeys(EXTRA_FLAGS[EXTRAS_OF[version]:], False))
 
     @property
@@ -137,7 +143,7 @@ class AdaptiveParams:
 
     def pack(self) -> bytes:
         """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3,
-        10 for 4 and 5 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
+        10 for 4 to 6 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
         orders = sum(1 << (o - 1) for o in self.orders)
         models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
         blob = struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
@@ -156,9 +162,10 @@ class AdaptiveParams:
         extras = int.from_bytes(blob[8:], "little")
         if (models >> len(MODEL_FLAGS) or extras >> EXTRAS_OF[version] or not orders
                 or (version >= 2 and not extras >> EXTRAS_OF[version - 1])
-                or (extras >> EXTRA_FLAGS.index("digits") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)):
+                or (extras >> EXTRA_FLAGS.index("digits") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)
+                or (extras >> EXTRA_FLAGS.index("recover") & 1 and not models >> MODEL_FLAGS.index("match") & 1)):
             raise CorruptArchive("adaptive stage parameters are damaged (unknown models, no context order, "
-                                 "or digits without layered)")
+                                 "digits without layered or recover without match)")
         flags = {name: bool(models >> i & 1) for i, name in enumerate(MODEL_FLAGS)}
         flags.update({name: bool(extras >> i & 1) for i, name in enumerate(EXTRA_FLAGS)})
         p = AdaptiveParams(tb, hb, mb, mm, lr, tuple(o for o in range(1, 9) if orders >> (o - 1) & 1), **flags)
@@ -168,15 +175,15 @@ class AdaptiveParams:
         return p
 
 
-VERSION = 5  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
+VERSION = 6  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
 # What this shazip decodes: each version is the next one without the models it added.
-VERSIONS = (1, 2, 3, 4, 5)
-PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10}
+VERSIONS = (1, 2, 3, 4, 5, 6)
+PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10}
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
-# bit i of `extras`: version 2's seven models, then version 3's, version 4's three, version 5's one
+# bit i of `extras`: version 2's seven models, then version 3's, version 4's three, version 5's and 6's one each
 EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
-               "field_value", "field_eq", "match_apm", "digits")
-EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12}  # how many of EXTRA_FLAGS each version has
+               "field_value", "field_eq", "match_apm", "digits", "recover")
+EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13}  # how many of EXTRA_FLAGS each version has
 # What archives may ask for: at most 18 hashed tables of 2**24 bytes (7 orders, 2 word, column,
 # sparse, version 2's 5, version 3's 1 and version 4's 1), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
 # whatever a damaged or hostile header says.

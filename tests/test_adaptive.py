@@ -420,7 +420,7 @@ def test_version_5_model_round_trips_and_counts():
     lanes and blocks, and the model changes the code. Without the layered mixers it is refused."""
     v4 = SMALL.at_version(4)
     params = replace(v4, digits=True)
-    assert params.version == VERSION == 5 and len(params.pack()) == 10
+    assert params.version == 5 and len(params.pack()) == 10
     assert params.pack() == v4.pack()[:8] + (v4.extras | 1 << EXTRA_FLAGS.index("digits")).to_bytes(2, "little")
     assert AdaptiveParams.unpack(params.pack(), 5) == params
     assert records_payloads(v4) != records_payloads(params)
@@ -435,11 +435,63 @@ def test_version_5_model_round_trips_and_counts():
 
 
 def test_version_5_headers():
-    """The default is version 5; a version 5 header is version 4's with bit 11 of extras."""
-    p = AdaptiveParams()
-    assert p.version == VERSION == 5 and AdaptiveParams.unpack(p.pack(), 5) == p
+    """A version 5 header is version 4's with bit 11 of extras."""
+    p = AdaptiveParams().at_version(5)
+    assert p.version == 5 and AdaptiveParams.unpack(p.pack(), 5) == p
     v4 = p.at_version(4)
     assert v4.pack() == p.pack()[:9] + bytes([p.pack()[9] & ~0x08])
     for bad in (v4.pack(), p.pack()[:9], p.pack() + b"\x00", p.pack()[:8] + b"\xff\x10"):
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, 5)
+
+
+def test_recover_by_hand():
+    """Version 6's recovering match, step by step: (ptr, len, misses) after byte c from its own
+    state and predicted byte, and the match models' (len, ptr, predicted byte) before c."""
+    step = core.load().recover_step
+    a, b, x, y = (ord(ch) for ch in "abxy")
+    assert step(0, 0, 0, -1, [(16, 100, a)], b) == (101, 0, 1)  # a 16-byte match mispredicts: followed on
+    assert step(0, 0, 0, -1, [(15, 100, a)], b) == (0, 0, 0)  # 15 bytes are not enough
+    assert step(0, 0, 0, -1, [(40, 100, b)], b) == (0, 0, 0)  # it predicted c
+    assert step(0, 0, 0, -1, [(40, 100, -1)], b) == (0, 0, 0)  # its byte unknown to the decoder
+    assert step(0, 0, 0, -1, [(20, 100, a), (30, 500, x)], b) == (101, 0, 1)  # the first model's first
+    assert step(0, 0, 0, -1, [(20, 100, b), (30, 500, x)], b) == (501, 0, 1)
+    assert step(200, 3, 2, x, [], x) == (201, 4, 2)  # a hit lengthens it
+    assert step(200, 3, 2, y, [], x) == (201, 0, 3)  # a miss counts
+    assert step(200, 3, 2, -1, [], x) == (201, 0, 3)  # so does a byte the decoder cannot know
+    assert step(200, 0, 15, y, [], x) == (201, 0, 16)
+    assert step(200, 0, 16, y, [], x) == (201, 0, 0)  # the 16th miss ends it
+    assert step(200, 65535, 1, x, [], x) == (201, 65535, 1)  # its length saturates
+    assert step(200, 5, 3, x, [(40, 900, a)], x) == (901, 0, 1)  # a new mispredicting match replaces it
+    assert step(200, 0, 0, x, [], x) == (200, 0, 0)  # none stays none
+
+
+def test_version_6_model_round_trips_and_counts():
+    """The recovering match on version 5's stage, and on version 1's models (it needs only the
+    match model): version 6, extras in two bytes; encoder and decoder agree across lanes and
+    blocks, and the model changes the code. Without the match model it is refused."""
+    v5 = SMALL.at_version(5)
+    params = replace(v5, recover=True)
+    assert params.version == VERSION == 6 and len(params.pack()) == 10
+    assert params.pack() == v5.pack()[:8] + (v5.extras | 1 << EXTRA_FLAGS.index("recover")).to_bytes(2, "little")
+    assert AdaptiveParams.unpack(params.pack(), 6) == params
+    assert records_payloads(v5) != records_payloads(params)
+    bare = replace(SMALL.at_version(1), recover=True)
+    assert bare.version == 6 and AdaptiveParams.unpack(bare.pack(), 6) == bare
+    assert records_payloads(SMALL.at_version(1)) != records_payloads(bare)
+    lone = replace(bare, match=False)
+    with pytest.raises(CorruptArchive, match="recover without match"):
+        AdaptiveParams.unpack(lone.pack(), 6)
+    with pytest.raises(ValueError, match="match model"):
+        AdaptiveStage(lone)
+
+
+def test_version_6_headers():
+    """The default is version 6; a version 6 header is version 5's with bit 12 of extras."""
+    p = AdaptiveParams()
+    assert p.version == VERSION == 6 and AdaptiveParams.unpack(p.pack(), 6) == p
+    v5 = p.at_version(5)
+    assert v5.pack() == p.pack()[:9] + bytes([p.pack()[9] & ~0x10])
+    for bad in (v5.pack(), p.pack()[:9], p.pack() + b"\x00", p.pack()[:8] + b"\xff\x20"):
+        with pytest.raises(CorruptArchive):
+            AdaptiveParams.unpack(bad, 6)

@@ -63,6 +63,22 @@ py::tuple structure_after(const py::bytes& data) {
                         L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true));
 }
 
+// RECOVER's state after byte c: (ptr, len, misses) from the recovering match's (ptr, len, misses)
+// and predicted byte r, and the match models' (len, ptr, predicted byte) before c (-1: none)
+py::tuple recover_step(u64 ptr, u32 len, u32 miss, int r, const std::vector<std::tuple<u32, u64, int>>& matches,
+                       int c) {
+  if (matches.size() > 2) throw std::invalid_argument("at most two match models");
+  Lane::Match M[2];
+  int predicted[2] = {-1, -1};
+  for (size_t m = 0; m < matches.size(); ++m) {
+    M[m].len = std::get<0>(matches[m]);
+    M[m].ptr = std::get<1>(matches[m]);
+    predicted[m] = std::get<2>(matches[m]);
+  }
+  const Lane::Recovering R = Stage::recover_step({ptr, len, miss}, r, M, predicted, int(matches.size()), c);
+  return py::make_tuple(R.ptr, R.len, R.miss);
+}
+
 // one APM prediction and update on a single context: (p16, new cells)
 py::tuple apm_step(const std::shared_ptr<Stage>& s, const std::vector<i32>& cells, int x, int y) {
   require(cells.size() == size_t(APM_CELLS), "an APM context has 33 cells");
@@ -138,5 +154,6 @@ void bind_stage(py::module_& m) {
     return Stage::byte_class(c);
   });
   m.def("apm_step", &apm_step);
+  m.def("recover_step", &recover_step);
   m.def("bit_history", &bit_history);
 }

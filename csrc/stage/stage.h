@@ -110,6 +110,20 @@
 //                  weight set by the number's shape instead of c1: 256 + (r - 1) * 8 + k + 128 *
 //                  min(field, 7), of 256 + 1024 sets (the leading digits of a count or a time
 //                  follow other rules than its last ones, and each field's numbers their own).
+// VERSION 6 adds one, bit 12 of extras (0 gives version 5's stage, unchanged):
+//   RECOVER        (needs the match model) a recovering match: when a match model's match of at
+//                  least 16 bytes mispredicts byte c (the first model's, else the second's), a
+//                  pointer to the byte after its predicted one is followed on, as if c had
+//                  replaced that byte (a record whose one field differs: a time, an id). Before
+//                  the match models move past c, a live recovering match (misses > 0) moves on
+//                  one byte; if it predicted c, len += 1 (at most 65535), else len = 0 and
+//                  misses += 1, and at 16 misses it ends (misses = 0); then a long match's
+//                  mispredicting c starts a new one: ptr = the match's ptr + 1, len 0, misses 1.
+//                  Its predicted byte is the ring's at ptr when the decoder knows it. Two inputs
+//                  before the bias, as a match model's: stretch of its own map's P16 (context 0
+//                  without a prediction or once it disagrees with the bits so far, else 2 * (1 +
+//                  min(len, 15) * 4 + min(misses, 4) - 1) + expected bit; cells start at 2**21),
+//                  and +-min(32 * len, 2047) by the expected bit.
 // The only floating point is the optional measurement of the ideal code length (sum of
 // -log2 p of the coded bits), which is reported and never read back.
 #pragma once
@@ -144,7 +158,8 @@ enum Extra : u32 {
   FIELD_EQ = 512,     // version 4: whether the field so far repeats the line above's (numbers, repeats)
   MATCH_APM = 1024,   // version 4: an APM by the match model's state
   DIGITS = 2048,      // version 5: mixer 3's weight sets by the digits so far of a number and its field
-  EXTRAS_ALL = 4095,
+  RECOVER = 4096,     // version 6: a long match followed on past the byte it mispredicted (a field that differs)
+  EXTRAS_ALL = 8191,
 };
 
 struct Params {
@@ -166,6 +181,9 @@ constexpr int WARM_UPDATES = 1024;  // WARM: a set's rate is 4x at first, 2.5x a
 constexpr u32 APM1_FIELDS = 8;  // FIELD_EQ: APM 1's contexts tell fields 0..6 and 7 or later apart
 constexpr u32 DIGITS_MAX = 16;  // DIGITS: a run of digits is counted up to this
 constexpr u32 DIGIT_FIELDS = 8;  // DIGITS: mixer 3's sets tell fields 0..6 and 7 or later apart
+constexpr u32 RECOVER_MIN = 16;  // RECOVER: a match this long is followed on past a miss
+constexpr u32 RECOVER_MISSES = 16;  // ... until it has missed this many bytes
+constexpr u32 RECOVER_LENS = 16, RECOVER_MISS_BANDS = 4;  // its map's contexts: min(len, 15), min(miss, 4)
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -179,6 +197,12 @@ struct Lane {
     u32 len = 0;  // match length in bytes (0: none)
   };
   std::array<Match, 2> match{};  // the match models' (the second: LOCAL_MATCH)
+  // RECOVER: a match that mispredicted, followed on as if the byte had been replaced (none: 0 misses)
+  struct Recovering {
+    u64 ptr = 0;
+    u32 len = 0;   // bytes it predicted since its last miss
+    u32 miss = 0;  // its misses (0: none followed)
+  } recover;
   u32 coded = 0;      // bytes of this lane coded so far
   // FIELDS: the current line's field starts (lane offsets), and the previous line's
   u32 field = 0, prev_fields = 0;
@@ -230,6 +254,7 @@ class Stage {
     if (p.has(FIELD_VALUE)) orders.push_back(VALUE);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
+    if (p.has(RECOVER) && !p.match) throw std::invalid_argument("the recovering match needs the match model");
     for (int o : orders) {
       if (o == 1 && direct_.empty()) {
         direct_.assign(65536, 0);
@@ -247,7 +272,9 @@ class Stage {
       matchers_ = p.has(LOCAL_MATCH) ? 2 : 1;
       for (int m = 0; m < matchers_; ++m) match_map_[m] = StateMap(MATCH_BANDS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
     }
-    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + 2 * matchers_ + 1;  // + bias
+    if (p.has(RECOVER))
+      recover_map_ = StateMap(2 * (1 + RECOVER_LENS * RECOVER_MISS_BANDS), u32(1) << (P22_BITS - 1 + COUNT_BITS));
+    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + 2 * matchers_ + 2 * p.has(RECOVER) + 1;  // + bias
     if (n_inputs_ > MAX_INPUTS) throw std::invalid_argument("too many context models");
     std::vector<i32> w(n_inputs_, p.nn ? 0 : 16384);
     if (p.nn) w[0] = 65536;
@@ -297,6 +324,23 @@ class Stage {
     const u32 end = L.field + 1 < L.prev_fields ? L.prev_field_start[L.field + 1] : L.line;
     const int c = q < end ? byte_at(q) : -1;
     return c < 0 ? 0 : 256 | u32(c);
+  }
+  // the recovering match R after byte c: r, its predicted byte (-1: none the decoder knows); M, the
+  // match models' matches and their predicted bytes (-1: none)
+  static Lane::Recovering recover_step(Lane::Recovering R, int r, const Lane::Match* M, const int* predicted,
+                                       int matchers, int c) {
+    if (R.miss > 0) {
+      if (r == c) {
+        R.len += R.len < 65535;
+      } else {
+        R.len = 0;
+        R.miss = R.miss < RECOVER_MISSES ? R.miss + 1 : 0;
+      }
+      ++R.ptr;
+    }
+    for (int m = 0; m < matchers; ++m)
+      if (M[m].len >= RECOVER_MIN && predicted[m] >= 0 && predicted[m] != c) return {M[m].ptr + 1, 0, 1};
+    return R;
   }
   // mixer 3's weight set at bit k: by c1, or (DIGITS) within a number by its digits so far and field
   static int mixer3_set(const Lane& L, int k, bool digits) {
@@ -374,6 +418,9 @@ class Stage {
       band[m] = expect[m] < 0 ? 0 : std::min<int>(M.len < 16 ? M.len : 12 + ilog2(M.len), MATCH_BANDS - 1);
       strength[m] = std::min<int>(int(M.len) * 32, 2047);
     }
+    const Lane::Recovering& R = L.recover;
+    const int rexpect = prm_.has(RECOVER) && R.miss > 0 && valid(R.ptr, at) ? ring_[R.ptr & ring_mask()] : -1;
+    const size_t rband = 1 + std::min(R.len, RECOVER_LENS - 1) * RECOVER_MISS_BANDS + std::min(R.miss, RECOVER_MISS_BANDS) - 1;
     // each context's hash for this byte, from the lane's own bytes; the first nibble's buckets
     // are fetched while the NN's sums are formed (a hint only: it changes no value)
     if (prm_.has(FIELDS) || prm_.has(FIELD_EQ))
@@ -466,6 +513,14 @@ class Stage {
           x[n++] = 0;
         }
       }
+      size_t rcx = 0;  // RECOVER: its map's context, 0 without a prediction
+      if (prm_.has(RECOVER)) {
+        const bool on = rexpect >= 0 && ((rexpect | 256) >> (8 - k)) == c0;
+        const int ebit = on ? (rexpect >> (7 - k)) & 1 : 0;
+        rcx = on ? rband * 2 + size_t(ebit) : 0;
+        x[n++] = tb.st(recover_map_.p16(rcx));
+        x[n++] = on ? (ebit ? 1 : -1) * std::min<int>(int(R.len) * 32, 2047) : 0;
+      }
       x[n++] = 256;  // bias
       // weight sets by bit position and match length, and by the partial byte (LAYERED: also by
       // c1 and by how many contexts are known, then a final mixer)
@@ -512,6 +567,7 @@ class Stage {
         *state[i] = tb.history.next(*state[i], y);
       }
       for (int m = 0; m < matchers_; ++m) match_map_[m].update(tb, mcx[m], y, COUNT_LIMIT_MAX);
+      if (prm_.has(RECOVER)) recover_map_.update(tb, rcx, y, COUNT_LIMIT_MAX);
       c0 = c0 * 2 + y;
       j = j * 2 + y;
     }
@@ -564,6 +620,7 @@ class Stage {
     structure(L, c, before, prm_.extras);
     if (!ring_.empty()) ring_[pos & ring_mask()] = u8(c);
     if (!prm_.match) return;
+    if (prm_.has(RECOVER)) recover(L, at, c);
     for (Lane::Match& M : L.match) {  // a match goes on if it predicted this byte from known history
       if (M.len > 0 && valid(M.ptr, at) && ring_[M.ptr & ring_mask()] == c) {
         M.len += M.len < 65535;
@@ -592,6 +649,16 @@ class Stage {
     }
   }
 
+  // RECOVER, before the match models move on past byte c (the contract says how)
+  void recover(Lane& L, const Where& at, int c) const {
+    const auto byte = [&](u64 p) { return valid(p, at) ? int(ring_[p & ring_mask()]) : -1; };
+    int predicted[2] = {-1, -1};
+    for (int m = 0; m < matchers_; ++m)
+      if (L.match[m].len > 0) predicted[m] = byte(L.match[m].ptr);
+    L.recover = recover_step(L.recover, L.recover.miss > 0 ? byte(L.recover.ptr) : -1, L.match.data(), predicted,
+                             matchers_, c);
+  }
+
   Params prm_;
   std::shared_ptr<const Tables> tb_;
   // a context model: its order (1..8, or one of the kinds below) and hashed table (-1: direct)
@@ -608,6 +675,7 @@ class Stage {
   std::vector<StateMap> maps_;
   int matchers_ = 0;  // match models: 0, 1, or 2 with LOCAL_MATCH
   StateMap match_map_[2];
+  StateMap recover_map_;  // RECOVER: by the recovering match's length, misses and expected bit
   std::vector<u8> ring_;
   std::vector<u64> heads_;
   Mixer mixer1_, mixer2_, mixer3_, mixer4_, final_;
