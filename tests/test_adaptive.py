@@ -414,6 +414,16 @@ def test_digits_by_hand():
     assert after(b"a,b,c,d,e,f,g,h,i,9")[10:12] == (1, 256 + 128 * 7)  # fields 7 and later share sets
 
 
+def assert_refused_without(params: AdaptiveParams, needed: str, version: int, header_error: str, stage_error: str):
+    """`params` without the model `needed`, which one of its models requires: a header saying so
+    is damaged, and the stage refuses to be built."""
+    lone = replace(params, **{needed: False})
+    with pytest.raises(CorruptArchive, match=header_error):
+        AdaptiveParams.unpack(lone.pack(), version)
+    with pytest.raises(ValueError, match=stage_error):
+        AdaptiveStage(lone)
+
+
 def test_version_5_model_round_trips_and_counts():
     """The digits model on version 4's stage, and on version 1's models with only the layered
     mixers (which it needs): version 5, extras in two bytes; encoder and decoder agree across
@@ -427,11 +437,7 @@ def test_version_5_model_round_trips_and_counts():
     bare = replace(SMALL.at_version(1), layered=True, digits=True)
     assert bare.version == 5 and AdaptiveParams.unpack(bare.pack(), 5) == bare
     assert records_payloads(replace(bare, digits=False)) != records_payloads(bare)
-    lone = replace(bare, layered=False)
-    with pytest.raises(CorruptArchive, match="digits without layered"):
-        AdaptiveParams.unpack(lone.pack(), 5)
-    with pytest.raises(ValueError, match="layered"):
-        AdaptiveStage(lone)
+    assert_refused_without(bare, "layered", 5, "digits without layered", "layered")
 
 
 def test_version_5_headers():
@@ -479,11 +485,7 @@ def test_version_6_model_round_trips_and_counts():
     bare = replace(SMALL.at_version(1), recover=True)
     assert bare.version == 6 and AdaptiveParams.unpack(bare.pack(), 6) == bare
     assert records_payloads(SMALL.at_version(1)) != records_payloads(bare)
-    lone = replace(bare, match=False)
-    with pytest.raises(CorruptArchive, match="recover without match"):
-        AdaptiveParams.unpack(lone.pack(), 6)
-    with pytest.raises(ValueError, match="match model"):
-        AdaptiveStage(lone)
+    assert_refused_without(bare, "match", 6, "recover without match", "match model")
 
 
 def test_version_6_headers():
