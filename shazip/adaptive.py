@@ -81,6 +81,12 @@ class AdaptiveParams:
         byte had been replaced (a record whose one field differs from the earlier record's: a
         time, a process id), as two more inputs by its length since its last miss and its misses,
         until it has missed 16 bytes. It needs `match`.
+    Version 7 adds one:
+    line_match: two more matches, keyed by only the last two bytes but found within this line (and,
+        for the second, the line before): a value copied from earlier in the same record (a city
+        from the airport's name, a key repeated in a log line, `self.x = x`), too short for the match
+        model's 6 bytes. Two more inputs, from the first while it predicts, else from the second;
+        the first's prediction also enters the match context when the match model has none.
     """
 
     table_bits: int = 22
@@ -108,6 +114,7 @@ class AdaptiveParams:
     match_apm: bool = True
     digits: bool = True
     recover: bool = True
+    line_match: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -127,7 +134,8 @@ class AdaptiveParams:
 
     def at_version(self, version: int) -> AdaptiveParams:
         """These parameters without the models of stage versions after `version` (EXTRAS_OF):
-        what that version's shazip wrote (version 1: shazip 0.5, 2: 0.6, 3: 0.7, 4: 0.8, 5: 0.9, 6: 0.10)."""
+        what that version's shazip wrote (version 1: shazip 0.5, 2: 0.6, 3: 0.7, 4: 0.8, 5: 0.9, 6: 0.10,
+        7: 0.11)."""
         return replace(self, **dict.fromkeys(EXTRA_FLAGS[EXTRAS_OF[version]:], False))
 
     @property
@@ -143,7 +151,7 @@ class AdaptiveParams:
 
     def pack(self) -> bytes:
         """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3,
-        10 for 4 to 6 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
+        10 for 4 to 7 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
         orders = sum(1 << (o - 1) for o in self.orders)
         models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
         blob = struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
@@ -175,15 +183,15 @@ class AdaptiveParams:
         return p
 
 
-VERSION = 6  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
+VERSION = 7  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
 # What this shazip decodes: each version is the next one without the models it added.
-VERSIONS = (1, 2, 3, 4, 5, 6)
-PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10}
+VERSIONS = (1, 2, 3, 4, 5, 6, 7)
+PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10}
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
-# bit i of `extras`: version 2's seven models, then version 3's, version 4's three, version 5's and 6's one each
+# bit i of `extras`: version 2's seven models, then version 3's, version 4's three, versions 5's to 7's one each
 EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
-               "field_value", "field_eq", "match_apm", "digits", "recover")
-EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13}  # how many of EXTRA_FLAGS each version has
+               "field_value", "field_eq", "match_apm", "digits", "recover", "line_match")
+EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14}  # how many of EXTRA_FLAGS each version has
 # What archives may ask for: at most 18 hashed tables of 2**24 bytes (7 orders, 2 word, column,
 # sparse, version 2's 5, version 3's 1 and version 4's 1), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
 # whatever a damaged or hostile header says.

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from shazip import core
-from shazip.adaptive import EXTRA_FLAGS, VERSION, AdaptiveParams, AdaptiveStage, squash_table
+from shazip.adaptive import EXTRA_FLAGS, EXTRAS_OF, VERSION, AdaptiveParams, AdaptiveStage, squash_table
 from shazip.errors import CorruptArchive
 
 SMALL = AdaptiveParams(table_bits=16, history_bits=16, match_bits=12)  # fast to allocate and copy
@@ -424,31 +424,42 @@ def assert_refused_without(params: AdaptiveParams, needed: str, version: int, he
         AdaptiveStage(lone)
 
 
+def assert_adds_model(flag: str, version: int, bare: AdaptiveParams) -> None:
+    """`flag` on the stage of the version before, and on `bare` (version 1's models, with what the
+    model needs): stage `version`, extras in two bytes; encoder and decoder agree across lanes and
+    blocks, and the model changes the code."""
+    before = SMALL.at_version(version - 1)
+    params = replace(before, **{flag: True})
+    assert params.version == version and len(params.pack()) == 10
+    assert params.pack() == before.pack()[:8] + (before.extras | 1 << EXTRA_FLAGS.index(flag)).to_bytes(2, "little")
+    assert AdaptiveParams.unpack(params.pack(), version) == params
+    assert records_payloads(before) != records_payloads(params)
+    lone = replace(bare, **{flag: True})
+    assert lone.version == version and AdaptiveParams.unpack(lone.pack(), version) == lone
+    assert records_payloads(bare) != records_payloads(lone)
+
+
 def test_version_5_model_round_trips_and_counts():
     """The digits model on version 4's stage, and on version 1's models with only the layered
-    mixers (which it needs): version 5, extras in two bytes; encoder and decoder agree across
-    lanes and blocks, and the model changes the code. Without the layered mixers it is refused."""
-    v4 = SMALL.at_version(4)
-    params = replace(v4, digits=True)
-    assert params.version == 5 and len(params.pack()) == 10
-    assert params.pack() == v4.pack()[:8] + (v4.extras | 1 << EXTRA_FLAGS.index("digits")).to_bytes(2, "little")
-    assert AdaptiveParams.unpack(params.pack(), 5) == params
-    assert records_payloads(v4) != records_payloads(params)
-    bare = replace(SMALL.at_version(1), layered=True, digits=True)
-    assert bare.version == 5 and AdaptiveParams.unpack(bare.pack(), 5) == bare
-    assert records_payloads(replace(bare, digits=False)) != records_payloads(bare)
-    assert_refused_without(bare, "layered", 5, "digits without layered", "layered")
+    mixers (which it needs); without them it is refused."""
+    bare = replace(SMALL.at_version(1), layered=True)
+    assert_adds_model("digits", 5, bare)
+    assert_refused_without(replace(bare, digits=True), "layered", 5, "digits without layered", "layered")
 
 
-def test_version_5_headers():
-    """A version 5 header is version 4's with bit 11 of extras."""
-    p = AdaptiveParams().at_version(5)
-    assert p.version == 5 and AdaptiveParams.unpack(p.pack(), 5) == p
-    v4 = p.at_version(4)
-    assert v4.pack() == p.pack()[:9] + bytes([p.pack()[9] & ~0x08])
-    for bad in (v4.pack(), p.pack()[:9], p.pack() + b"\x00", p.pack()[:8] + b"\xff\x10"):
+@pytest.mark.parametrize("version", [5, 6, 7])
+def test_version_5_to_7_headers(version):
+    """A version 5, 6 or 7 header is the version before's with one more bit of extras (11, 12,
+    13), and holds no later version's; the default parameters are the newest version's."""
+    p = AdaptiveParams().at_version(version)
+    assert p.version == version and AdaptiveParams.unpack(p.pack(), version) == p
+    bit = 1 << (EXTRAS_OF[version] - 1 - 8)  # in the tenth byte
+    before = p.at_version(version - 1)
+    assert before.pack() == p.pack()[:9] + bytes([p.pack()[9] & ~bit])
+    for bad in (before.pack(), p.pack()[:9], p.pack() + b"\x00", p.pack()[:8] + bytes([0xFF, bit << 1])):
         with pytest.raises(CorruptArchive):
-            AdaptiveParams.unpack(bad, 5)
+            AdaptiveParams.unpack(bad, version)
+    assert AdaptiveParams().version == VERSION == 7
 
 
 def test_recover_by_hand():
@@ -474,26 +485,32 @@ def test_recover_by_hand():
 
 def test_version_6_model_round_trips_and_counts():
     """The recovering match on version 5's stage, and on version 1's models (it needs only the
-    match model): version 6, extras in two bytes; encoder and decoder agree across lanes and
-    blocks, and the model changes the code. Without the match model it is refused."""
-    v5 = SMALL.at_version(5)
-    params = replace(v5, recover=True)
-    assert params.version == VERSION == 6 and len(params.pack()) == 10
-    assert params.pack() == v5.pack()[:8] + (v5.extras | 1 << EXTRA_FLAGS.index("recover")).to_bytes(2, "little")
-    assert AdaptiveParams.unpack(params.pack(), 6) == params
-    assert records_payloads(v5) != records_payloads(params)
-    bare = replace(SMALL.at_version(1), recover=True)
-    assert bare.version == 6 and AdaptiveParams.unpack(bare.pack(), 6) == bare
-    assert records_payloads(SMALL.at_version(1)) != records_payloads(bare)
-    assert_refused_without(bare, "match", 6, "recover without match", "match model")
+    match model); without the match model it is refused."""
+    assert_adds_model("recover", 6, SMALL.at_version(1))
+    assert_refused_without(replace(SMALL.at_version(1), recover=True), "match", 6, "recover without match",
+                           "match model")
 
 
-def test_version_6_headers():
-    """The default is version 6; a version 6 header is version 5's with bit 12 of extras."""
-    p = AdaptiveParams()
-    assert p.version == VERSION == 6 and AdaptiveParams.unpack(p.pack(), 6) == p
-    v5 = p.at_version(5)
-    assert v5.pack() == p.pack()[:9] + bytes([p.pack()[9] & ~0x10])
-    for bad in (v5.pack(), p.pack()[:9], p.pack() + b"\x00", p.pack()[:8] + b"\xff\x20"):
-        with pytest.raises(CorruptArchive):
-            AdaptiveParams.unpack(bad, 6)
+def test_line_match_by_hand():
+    """Version 7's line matchers after each byte, ((ptr, len) of the first, of the second): the
+    latest occurrence of the last 2 bytes, taken in this line by the first, in this line or the
+    one before by the second, followed while it predicts, ended by a miss or a newline."""
+    def last(data: bytes):
+        return core.load().line_match_trace(squash_table(), data)[-1]
+    assert last(b"abXab") == ((2, 2), (2, 2))  # "ab" at 0-1: both predict the X at 2
+    assert last(b"abXabX") == ((3, 3), (3, 3))  # a hit lengthens both
+    assert last(b"abXabY") == ((0, 0), (0, 0))  # a miss ends them ("bY" never seen)
+    assert last(b"abXabYab") == ((5, 2), (5, 2))  # the latest occurrence, at 3-4
+    assert last(b"abX\nab") == ((0, 0), (2, 2))  # only the second looks in the line before
+    assert last(b"abX\nY\nab") == ((0, 0), (0, 0))  # neither two lines back
+    assert last(b"abX\nabX\n") == ((0, 0), (0, 0))  # a newline ends them
+    assert last(b"abcd\nabcd") == ((0, 0), (4, 4))  # the second follows on into the line before's end
+    assert last(b"a") == ((0, 0), (0, 0))
+    trace = core.load().line_match_trace(squash_table(), b"k=v,k=v")
+    assert [row[0] for row in trace] == [(0, 0)] * 5 + [(2, 2), (3, 3)]
+
+
+def test_version_7_model_round_trips_and_counts():
+    """The line matchers on version 6's stage, and on version 1's models without the match model
+    or the column model (the history ring is then its own)."""
+    assert_adds_model("line_match", 7, replace(SMALL.at_version(1), match=False, column=False))

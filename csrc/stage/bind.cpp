@@ -79,6 +79,23 @@ py::tuple recover_step(u64 ptr, u32 len, u32 miss, int r, const std::vector<std:
   return py::make_tuple(R.ptr, R.len, R.miss);
 }
 
+// LINE_MATCH's matchers after each byte of `data`, coded in one lane of one block by a stage of
+// `squash` with that model alone: per byte, ((ptr, len) of matcher 0, of matcher 1), ptr 0 while len is 0
+py::list line_match_trace(const std::vector<i64>& squash, const py::bytes& data) {
+  const std::string s(data);
+  Stage st(squash, Params{16, 16, 12, 6, 16, {1}, false, false, false, false, false, false, LINE_MATCH});
+  std::vector<Lane> lanes(1);
+  const Where at{0, std::max<u64>(s.size(), 1), 1, &lanes};
+  py::list out;
+  for (unsigned char c : s) {
+    st.end_byte(lanes, 0, at, c);
+    py::list row;
+    for (const Lane::Match& M : lanes[0].line_match) row.append(py::make_tuple(M.len ? M.ptr : 0, M.len));
+    out.append(py::tuple(row));
+  }
+  return out;
+}
+
 // one APM prediction and update on a single context: (p16, new cells)
 py::tuple apm_step(const std::shared_ptr<Stage>& s, const std::vector<i32>& cells, int x, int y) {
   require(cells.size() == size_t(APM_CELLS), "an APM context has 33 cells");
@@ -155,5 +172,6 @@ void bind_stage(py::module_& m) {
   });
   m.def("apm_step", &apm_step);
   m.def("recover_step", &recover_step);
+  m.def("line_match_trace", &line_match_trace);
   m.def("bit_history", &bit_history);
 }

@@ -124,6 +124,25 @@
 //                  without a prediction or once it disagrees with the bits so far, else 2 * (1 +
 //                  min(len, 15) * 4 + min(misses, 4) - 1) + expected bit; cells start at 2**21),
 //                  and +-min(32 * len, 2047) by the expected bit.
+// VERSION 7 adds one, bit 13 of extras (0 gives version 6's stage, unchanged):
+//   LINE_MATCH     two matches keyed by only the last 2 bytes, but within the lane's last lines: a
+//                  value copied from earlier in the record (a city from the airport's name, a key
+//                  repeated in a log line, `x = x`). After byte c at position pos (the ring holds c):
+//                  each matcher with a match goes on if c is not '\n' and was its predicted byte,
+//                  which the decoder knew (len += 1, at most 65535; ptr += 1), else it ends (len =
+//                  0). Then, once the lane has 2 bytes, its head (2**16 entries of position + 1, 0:
+//                  empty; index hash64(lane << 32 | c2 << 8 | c1, 23) >> 16) gives cand = head - 1,
+//                  which a matcher without a match takes (len 2, ptr cand) if cand - 2 is at or after
+//                  the start of this line (matcher 0) or of the line before it (matcher 1), cand <=
+//                  pos, the ring at cand - 2 is valid and holds c2 c1 at cand - 2, cand - 1; then head
+//                  = pos + 2. Two inputs after RECOVER's, as a match model's, from matcher 0 if the
+//                  decoder knows its predicted byte, else from matcher 1: stretch of their map's P16
+//                  (context 0 without a prediction or once it disagrees with the bits so far, else
+//                  2 * (1 + min(len, 15) + 16 * w) + expected bit, w = 0 for matcher 0, 1 for matcher
+//                  1 pointing into this line, 2 into the line before; cells start at 2**21) and
+//                  +-min(32 * len, 2047) by the expected bit. Without a match model's prediction,
+//                  MATCHED's context takes matcher 0's predicted byte e: hash of (512 + e) << 24 |
+//                  c2 c1. It keeps a history ring (history_bits) of its own where nothing else does.
 // The only floating point is the optional measurement of the ideal code length (sum of
 // -log2 p of the coded bits), which is reported and never read back.
 #pragma once
@@ -159,7 +178,8 @@ enum Extra : u32 {
   MATCH_APM = 1024,   // version 4: an APM by the match model's state
   DIGITS = 2048,      // version 5: mixer 3's weight sets by the digits so far of a number and its field
   RECOVER = 4096,     // version 6: a long match followed on past the byte it mispredicted (a field that differs)
-  EXTRAS_ALL = 8191,
+  LINE_MATCH = 8192,  // version 7: matches within this line and the last (a value copied from earlier in the record)
+  EXTRAS_ALL = 16383,
 };
 
 struct Params {
@@ -184,6 +204,10 @@ constexpr u32 DIGIT_FIELDS = 8;  // DIGITS: mixer 3's sets tell fields 0..6 and 
 constexpr u32 RECOVER_MIN = 16;  // RECOVER: a match this long is followed on past a miss
 constexpr u32 RECOVER_MISSES = 16;  // ... until it has missed this many bytes
 constexpr u32 RECOVER_LENS = 16, RECOVER_MISS_BANDS = 4;  // its map's contexts: min(len, 15), min(miss, 4)
+constexpr int LINE_BITS = 16;  // LINE_MATCH: log2 of its heads (the last position of each lane's 2-byte context)
+constexpr u32 LINE_LENS = 16;  // its maps' contexts: min(len, 15)
+constexpr int LINE_MATCHERS = 2;  // one takes candidates in this line, one also in the line before
+  // its map's contexts: min(len, 15)
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -203,6 +227,7 @@ struct Lane {
     u32 len = 0;   // bytes it predicted since its last miss
     u32 miss = 0;  // its misses (0: none followed)
   } recover;
+  std::array<Match, 2> line_match{};  // LINE_MATCH: the last 2 bytes' latest occurrence in this line (in these 2 lines)
   u32 coded = 0;      // bytes of this lane coded so far
   // FIELDS: the current line's field starts (lane offsets), and the previous line's
   u32 field = 0, prev_fields = 0;
@@ -266,15 +291,19 @@ class Stage {
       maps_.emplace_back(256, 0);
       std::copy(init.begin(), init.end(), maps_.back().cells().begin());
     }
-    if (p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ)) ring_.assign(size_t(1) << p.history_bits, 0);
+    if (p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ) || p.has(LINE_MATCH)) ring_.assign(size_t(1) << p.history_bits, 0);
     if (p.match) {
       heads_.assign(size_t(1) << p.match_bits, 0);
       matchers_ = p.has(LOCAL_MATCH) ? 2 : 1;
       for (int m = 0; m < matchers_; ++m) match_map_[m] = StateMap(MATCH_BANDS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
     }
+    if (p.has(LINE_MATCH)) {
+      line_heads_.assign(size_t(1) << LINE_BITS, 0);
+      line_map_ = StateMap(2 * (1 + 3 * LINE_LENS), u32(1) << (P22_BITS - 1 + COUNT_BITS));
+    }
     if (p.has(RECOVER))
       recover_map_ = StateMap(2 * (1 + RECOVER_LENS * RECOVER_MISS_BANDS), u32(1) << (P22_BITS - 1 + COUNT_BITS));
-    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + 2 * matchers_ + 2 * p.has(RECOVER) + 1;  // + bias
+    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + 2 * matchers_ + 2 * p.has(RECOVER) + 2 * p.has(LINE_MATCH) + 1;  // + bias
     if (n_inputs_ > MAX_INPUTS) throw std::invalid_argument("too many context models");
     std::vector<i32> w(n_inputs_, p.nn ? 0 : 16384);
     if (p.nn) w[0] = 65536;
@@ -390,7 +419,7 @@ class Stage {
   const Params& params() const { return prm_; }
   u64 position() const { return pos_; }
   size_t bytes() const {
-    size_t n = ring_.size() + heads_.size() * sizeof(u64) + direct_.size();
+    size_t n = ring_.size() + (heads_.size() + line_heads_.size()) * sizeof(u64) + direct_.size();
     for (const auto& t : tables_) n += t.bytes();
     for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &final_}) n += m->bytes();
     for (const APM* a : {&nn_apm_, &apm1_, &apm2_, &match_apm_}) n += a->bytes();
@@ -420,6 +449,12 @@ class Stage {
     }
     const Lane::Recovering& R = L.recover;
     const int rexpect = prm_.has(RECOVER) && R.miss > 0 && valid(R.ptr, at) ? ring_[R.ptr & ring_mask()] : -1;
+    int lexpect[2] = {-1, -1};
+    if (prm_.has(LINE_MATCH))
+      for (int m = 0; m < LINE_MATCHERS; ++m) {
+        const Lane::Match& LM = L.line_match[m];
+        if (LM.len > 0 && valid(LM.ptr, at)) lexpect[m] = ring_[LM.ptr & ring_mask()];
+      }
     const size_t rband = 1 + std::min(R.len, RECOVER_LENS - 1) * RECOVER_MISS_BANDS + std::min(R.miss, RECOVER_MISS_BANDS) - 1;
     // each context's hash for this byte, from the lane's own bytes; the first nibble's buckets
     // are fetched while the NN's sums are formed (a hint only: it changes no value)
@@ -449,6 +484,7 @@ class Stage {
           const int m = matchers_ > 1 && expect[1] >= 0 ? 1 : 0;  // none without the match model: expect[0] < 0
           bytes = L.hist & 0xFFFF;
           if (expect[m] >= 0) bytes |= u64(256 + expect[m]) << 24 | u64(std::min(band[m], 15)) << 16;
+          else if (lexpect[0] >= 0) bytes |= u64(512 + lexpect[0]) << 24;  // LINE_MATCH's, this line's
           break;
         }
         case BRACKET: bytes = (L.stack & 0xFFFF) << 24 | u64(std::min<u32>(L.depth, 15)) << 16 | u64(L.quoted) << 8 | c1; break;
@@ -521,6 +557,17 @@ class Stage {
         x[n++] = tb.st(recover_map_.p16(rcx));
         x[n++] = on ? (ebit ? 1 : -1) * std::min<int>(int(R.len) * 32, 2047) : 0;
       }
+      size_t lcx = 0;  // LINE_MATCH: its map's context, 0 without a prediction
+      if (prm_.has(LINE_MATCH)) {
+        const int m = lexpect[0] >= 0 ? 0 : 1;  // this line's match first
+        const Lane::Match& LM = L.line_match[m];
+        const bool on = lexpect[m] >= 0 && ((lexpect[m] | 256) >> (8 - k)) == c0;
+        const int ebit = on ? (lexpect[m] >> (7 - k)) & 1 : 0;
+        const u32 which = m == 0 ? 0 : LM.ptr >= at.base + b * at.span + L.line ? 1 : 2;
+        lcx = on ? (1 + std::min(LM.len, LINE_LENS - 1) + LINE_LENS * which) * 2 + size_t(ebit) : 0;
+        x[n++] = tb.st(line_map_.p16(lcx));
+        x[n++] = on ? (ebit ? 1 : -1) * std::min<int>(int(LM.len) * 32, 2047) : 0;
+      }
       x[n++] = 256;  // bias
       // weight sets by bit position and match length, and by the partial byte (LAYERED: also by
       // c1 and by how many contexts are known, then a final mixer)
@@ -568,6 +615,7 @@ class Stage {
       }
       for (int m = 0; m < matchers_; ++m) match_map_[m].update(tb, mcx[m], y, COUNT_LIMIT_MAX);
       if (prm_.has(RECOVER)) recover_map_.update(tb, rcx, y, COUNT_LIMIT_MAX);
+      if (prm_.has(LINE_MATCH)) line_map_.update(tb, lcx, y, COUNT_LIMIT_MAX);
       c0 = c0 * 2 + y;
       j = j * 2 + y;
     }
@@ -604,6 +652,8 @@ class Stage {
     return above << 16 | u64(std::min<u32>(col, 255)) << 8 | (L.hist & 0xFF);
   }
 
+ public:
+  // lane b's state and the shared tables after its byte c (code_byte's last step; bound for tests)
   void end_byte(std::vector<Lane>& lanes, size_t b, const Where& at, int c) {
     Lane& L = lanes[b];
     const u64 pos = at.base + b * at.span + L.coded;
@@ -619,6 +669,7 @@ class Stage {
     ++L.coded;
     structure(L, c, before, prm_.extras);
     if (!ring_.empty()) ring_[pos & ring_mask()] = u8(c);
+    if (prm_.has(LINE_MATCH)) line_match(L, b, at, pos, c);
     if (!prm_.match) return;
     if (prm_.has(RECOVER)) recover(L, at, c);
     for (Lane::Match& M : L.match) {  // a match goes on if it predicted this byte from known history
@@ -649,6 +700,31 @@ class Stage {
     }
   }
 
+ private:
+  // LINE_MATCH after byte c at global position pos (the contract says how)
+  void line_match(Lane& L, size_t b, const Where& at, u64 pos, int c) {
+    for (Lane::Match& M : L.line_match)
+      if (M.len > 0 && c != '\n' && valid(M.ptr, at) && ring_[M.ptr & ring_mask()] == c) {
+        M.len += M.len < 65535;
+        ++M.ptr;
+      } else {
+        M.len = 0;
+      }
+    if (L.coded < 2) return;
+    u64& head = line_heads_[hash64(u64(b) << 32 | (L.hist & 0xFFFF), 23) >> (32 - LINE_BITS)];
+    const u64 cand = head - 1;  // the byte after the 2 bytes' latest occurrence in the lane (head 0: none)
+    for (int m = 0; m < LINE_MATCHERS; ++m) {  // the first takes it in this line, the second also in the last
+      Lane::Match& M = L.line_match[m];
+      const u64 start = at.base + b * at.span + (m == 0 ? L.line : L.prev_line);
+      if (M.len == 0 && head && cand >= start + 2 && cand <= pos && valid(cand - 2, at) &&
+          ring_[(cand - 1) & ring_mask()] == u8(L.hist) && ring_[(cand - 2) & ring_mask()] == u8(L.hist >> 8)) {
+        M.len = 2;
+        M.ptr = cand;
+      }
+    }
+    head = pos + 2;
+  }
+
   // RECOVER, before the match models move on past byte c (the contract says how)
   void recover(Lane& L, const Where& at, int c) const {
     const auto byte = [&](u64 p) { return valid(p, at) ? int(ring_[p & ring_mask()]) : -1; };
@@ -675,6 +751,8 @@ class Stage {
   std::vector<StateMap> maps_;
   int matchers_ = 0;  // match models: 0, 1, or 2 with LOCAL_MATCH
   StateMap match_map_[2];
+  StateMap line_map_;  // LINE_MATCH: by the matcher, its length, the line of its ptr and the expected bit
+  std::vector<u64> line_heads_;  // LINE_MATCH: position + 1 of the byte after each lane's 2-byte context
   StateMap recover_map_;  // RECOVER: by the recovering match's length, misses and expected bit
   std::vector<u8> ring_;
   std::vector<u64> heads_;
