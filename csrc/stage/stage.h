@@ -207,7 +207,6 @@ constexpr u32 RECOVER_LENS = 16, RECOVER_MISS_BANDS = 4;  // its map's contexts:
 constexpr int LINE_BITS = 16;  // LINE_MATCH: log2 of its heads (the last position of each lane's 2-byte context)
 constexpr u32 LINE_LENS = 16;  // its maps' contexts: min(len, 15)
 constexpr int LINE_MATCHERS = 2;  // one takes candidates in this line, one also in the line before
-  // its map's contexts: min(len, 15)
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -227,7 +226,7 @@ struct Lane {
     u32 len = 0;   // bytes it predicted since its last miss
     u32 miss = 0;  // its misses (0: none followed)
   } recover;
-  std::array<Match, 2> line_match{};  // LINE_MATCH: the last 2 bytes' latest occurrence in this line (in these 2 lines)
+  std::array<Match, LINE_MATCHERS> line_match{};  // LINE_MATCH: the last 2 bytes' latest occurrence in this line (in these 2 lines)
   u32 coded = 0;      // bytes of this lane coded so far
   // FIELDS: the current line's field starts (lane offsets), and the previous line's
   u32 field = 0, prev_fields = 0;
@@ -449,12 +448,19 @@ class Stage {
     }
     const Lane::Recovering& R = L.recover;
     const int rexpect = prm_.has(RECOVER) && R.miss > 0 && valid(R.ptr, at) ? ring_[R.ptr & ring_mask()] : -1;
-    int lexpect[2] = {-1, -1};
+    int lexpect[LINE_MATCHERS] = {-1, -1};
     if (prm_.has(LINE_MATCH))
       for (int m = 0; m < LINE_MATCHERS; ++m) {
         const Lane::Match& LM = L.line_match[m];
         if (LM.len > 0 && valid(LM.ptr, at)) lexpect[m] = ring_[LM.ptr & ring_mask()];
       }
+    // LINE_MATCH's inputs come from this line's matcher while it predicts, else the other: which,
+    // its predicted byte and its map's contexts but the expected bit (fixed for the byte)
+    const int lm = lexpect[0] >= 0 ? 0 : 1;
+    const Lane::Match& LM = L.line_match[lm];
+    const int lbyte = lexpect[lm];
+    const u32 lwhich = lm == 0 ? 0 : LM.ptr >= at.base + b * at.span + L.line ? 1 : 2;
+    const size_t lband = 1 + std::min(LM.len, LINE_LENS - 1) + LINE_LENS * lwhich;
     const size_t rband = 1 + std::min(R.len, RECOVER_LENS - 1) * RECOVER_MISS_BANDS + std::min(R.miss, RECOVER_MISS_BANDS) - 1;
     // each context's hash for this byte, from the lane's own bytes; the first nibble's buckets
     // are fetched while the NN's sums are formed (a hint only: it changes no value)
@@ -559,12 +565,9 @@ class Stage {
       }
       size_t lcx = 0;  // LINE_MATCH: its map's context, 0 without a prediction
       if (prm_.has(LINE_MATCH)) {
-        const int m = lexpect[0] >= 0 ? 0 : 1;  // this line's match first
-        const Lane::Match& LM = L.line_match[m];
-        const bool on = lexpect[m] >= 0 && ((lexpect[m] | 256) >> (8 - k)) == c0;
-        const int ebit = on ? (lexpect[m] >> (7 - k)) & 1 : 0;
-        const u32 which = m == 0 ? 0 : LM.ptr >= at.base + b * at.span + L.line ? 1 : 2;
-        lcx = on ? (1 + std::min(LM.len, LINE_LENS - 1) + LINE_LENS * which) * 2 + size_t(ebit) : 0;
+        const bool on = lbyte >= 0 && ((lbyte | 256) >> (8 - k)) == c0;
+        const int ebit = on ? (lbyte >> (7 - k)) & 1 : 0;
+        lcx = on ? lband * 2 + size_t(ebit) : 0;
         x[n++] = tb.st(line_map_.p16(lcx));
         x[n++] = on ? (ebit ? 1 : -1) * std::min<int>(int(LM.len) * 32, 2047) : 0;
       }
