@@ -87,6 +87,14 @@ class AdaptiveParams:
         from the airport's name, a key repeated in a log line, `self.x = x`), too short for the match
         model's 6 bytes. Two more inputs, from the first while it predicts, else from the second;
         the first's prediction also enters the match context when the match model has none.
+    Version 8 adds two:
+    number: within a number, a context of its digits' places so far (before the point, after it,
+        whether it has one) and the last two bytes: a fixed-point value's last digits follow from
+        the ones before at their place (a degree's decimals from minutes and seconds, repeating
+        thirds and ninths), and where it ends follows from its places. Elsewhere order 0.
+    record: the current field's bytes so far (or the last byte) with the two words before them: a
+        record's value by its key or by the values earlier in the record (a state's coordinates,
+        a log message's arguments), and word trigrams in prose.
     """
 
     table_bits: int = 22
@@ -115,6 +123,8 @@ class AdaptiveParams:
     digits: bool = True
     recover: bool = True
     line_match: bool = True
+    number: bool = True
+    record: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -135,7 +145,7 @@ class AdaptiveParams:
     def at_version(self, version: int) -> AdaptiveParams:
         """These parameters without the models of stage versions after `version` (EXTRAS_OF):
         what that version's shazip wrote (version 1: shazip 0.5, 2: 0.6, 3: 0.7, 4: 0.8, 5: 0.9, 6: 0.10,
-        7: 0.11)."""
+        7: 0.11, 8: 0.12)."""
         return replace(self, **dict.fromkeys(EXTRA_FLAGS[EXTRAS_OF[version]:], False))
 
     @property
@@ -151,7 +161,7 @@ class AdaptiveParams:
 
     def pack(self) -> bytes:
         """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3,
-        10 for 4 to 7 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
+        10 for 4 to 8 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
         orders = sum(1 << (o - 1) for o in self.orders)
         models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
         blob = struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
@@ -183,17 +193,18 @@ class AdaptiveParams:
         return p
 
 
-VERSION = 7  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
+VERSION = 8  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
 # What this shazip decodes: each version is the next one without the models it added.
-VERSIONS = (1, 2, 3, 4, 5, 6, 7)
-PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10}
+VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
+PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10, 8: 10}
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
-# bit i of `extras`: version 2's seven models, then version 3's, version 4's three, versions 5's to 7's one each
+# bit i of `extras`: version 2's seven models, then version 3's, version 4's three, versions 5's to 7's one
+# each, version 8's two
 EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
-               "field_value", "field_eq", "match_apm", "digits", "recover", "line_match")
-EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14}  # how many of EXTRA_FLAGS each version has
-# What archives may ask for: at most 18 hashed tables of 2**24 bytes (7 orders, 2 word, column,
-# sparse, version 2's 5, version 3's 1 and version 4's 1), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
+               "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record")
+EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16}  # how many of EXTRA_FLAGS each version has
+# What archives may ask for: at most 20 hashed tables of 2**24 bytes (7 orders, 2 word, column,
+# sparse, version 2's 5, version 3's 1, version 4's 1 and version 8's 2), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
 # whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
                   "mixer_lr": (1, 64)}
@@ -228,11 +239,15 @@ class AdaptiveStage:
     """The stage's tables and history, shared by every lane and kept across blocks."""
 
     params: AdaptiveParams = field(default_factory=AdaptiveParams)
+    # the kernel path of the mixers' arithmetic ("auto": SHAZIP_KERNELS, else the best this CPU
+    # runs); every path gives the same archives, so only tests choose
+    kernels: str = "auto"
 
     def __post_init__(self) -> None:
         p = self.params
         self._stage = core.load().Stage(squash_table(), p.table_bits, p.history_bits, p.match_bits, p.match_min,
-                                   p.mixer_lr, list(p.orders), p.word, p.column, p.sparse, p.nn, p.match, p.apm, p.extras)
+                                   p.mixer_lr, list(p.orders), p.word, p.column, p.sparse, p.nn, p.match, p.apm, p.extras,
+                                   self.kernels)
 
     @property
     def native(self):

@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from shazip import core
+from shazip import _core, core
 from shazip.adaptive import EXTRA_FLAGS, EXTRAS_OF, VERSION, AdaptiveParams, AdaptiveStage, squash_table
 from shazip.errors import CorruptArchive
 
@@ -318,11 +318,11 @@ def test_warm_mixer_rate_by_hand():
         assert new_w == [wi + ((xi * (65536 - p) * rate + 2**19) >> 20) for wi, xi in zip(w, x)]
 
 
-def records_payloads(p: AdaptiveParams) -> list[bytes]:
+def records_payloads(p: AdaptiveParams, kernels: str = "auto") -> list[bytes]:
     """RECORDS coded by one stage in two blocks (3 lanes, then 1), each decoded by another stage
     and checked: the payloads."""
     rows = bigram_rows(RECORDS)
-    enc_stage, dec_stage = AdaptiveStage(p), AdaptiveStage(p)
+    enc_stage, dec_stage = AdaptiveStage(p, kernels), AdaptiveStage(p, kernels)
     payloads = []
     for lanes, block in ((3, RECORDS[:7000]), (1, RECORDS[7000:])):
         payload, _ = encode(enc_stage, block, lanes, rows)
@@ -447,19 +447,21 @@ def test_version_5_model_round_trips_and_counts():
     assert_refused_without(replace(bare, digits=True), "layered", 5, "digits without layered", "layered")
 
 
-@pytest.mark.parametrize("version", [5, 6, 7])
-def test_version_5_to_7_headers(version):
-    """A version 5, 6 or 7 header is the version before's with one more bit of extras (11, 12,
-    13), and holds no later version's; the default parameters are the newest version's."""
+@pytest.mark.parametrize("version", [5, 6, 7, 8])
+def test_version_5_to_8_headers(version):
+    """A version 5, 6, 7 or 8 header is the version before's with its models' bits of extras (11,
+    12, 13; 14 and 15), and holds no later version's; the default parameters are the newest
+    version's."""
     p = AdaptiveParams().at_version(version)
     assert p.version == version and AdaptiveParams.unpack(p.pack(), version) == p
-    bit = 1 << (EXTRAS_OF[version] - 1 - 8)  # in the tenth byte
+    bits = ((1 << EXTRAS_OF[version]) - (1 << EXTRAS_OF[version - 1])) >> 8  # in the tenth byte
     before = p.at_version(version - 1)
-    assert before.pack() == p.pack()[:9] + bytes([p.pack()[9] & ~bit])
-    for bad in (before.pack(), p.pack()[:9], p.pack() + b"\x00", p.pack()[:8] + bytes([0xFF, bit << 1])):
+    assert before.pack() == p.pack()[:9] + bytes([p.pack()[9] & ~bits])
+    later = [p.pack()[:8] + bytes([0xFF, bits << 1 & 0xFF])] if bits < 0x80 else []  # version 8 fills the byte
+    for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 7
+    assert AdaptiveParams().version == VERSION == 8
 
 
 def test_recover_by_hand():
@@ -508,6 +510,52 @@ def test_line_match_by_hand():
     assert last(b"a") == ((0, 0), (0, 0))
     trace = core.load().line_match_trace(squash_table(), b"k=v,k=v")
     assert [row[0] for row in trace] == [(0, 0)] * 5 + [(2, 2), (3, 3)]
+
+
+def test_number_by_hand():
+    """Version 8's number state: digits before the point, after it, and whether it has one (all
+    counted to at most 15); any byte but a digit or a number's first point ends the number."""
+    after = core.load().structure_after
+    assert after(b"x -31.95")[12:15] == (2, 2, True)
+    assert after(b"x 104.")[12:15] == (3, 0, True)
+    assert after(b"x 104.5.")[12:15] == (0, 0, False)  # a second point ends it
+    assert after(b".5")[12:15] == (1, 0, False)  # a point before any digit is no number's
+    assert after(b"12a")[12:15] == (0, 0, False)
+    assert after(b"9" * 20 + b"." + b"1" * 17)[12:15] == (15, 15, True)
+    assert after(b"1,2")[12:15] == (1, 0, False)  # a new number after the comma
+
+
+def test_version_8_models_round_trip_and_count():
+    """The number and record contexts, each on version 7's stage and on version 1's models."""
+    for flag in ("number", "record"):
+        assert_adds_model(flag, 8, SMALL.at_version(1))
+
+
+@pytest.mark.parametrize("path", _core.available_kernels())
+def test_mixer_on_every_kernel_path_by_hand(path):
+    """The mixers' dot product and training on each kernel path, at the bounds the contract keeps
+    (weights +-2**24, inputs +-4095, the fastest warm rate 4 * 64) and on random values, against
+    the contract's formulas."""
+    stage = AdaptiveStage(SMALL, kernels=path).native
+    assert stage.kernels == path
+    sq, rng = squash_table(), random.Random(5)
+    cases = [([2**24, -(2**24)] * 15 + [2**24], [4095, -4095] * 15 + [4095], 0, 64),
+             ([-(2**24)] * 31, [4095] * 31, 1, 64)]
+    for _ in range(200):
+        n = rng.randint(1, 31)
+        cases.append(([rng.randint(-(2**24), 2**24) for _ in range(n)], [rng.randint(-4095, 4095) for _ in range(n)],
+                      rng.randint(0, 1), rng.randint(1, 64)))
+    for w, x, y, lr in cases:
+        p, new_w = core.load().mixer_step(stage, w, x, y, lr, warm=1024, seen=0)  # rate 4 lr
+        assert p == sq[min(max(sum(wi * xi for wi, xi in zip(w, x)) >> 16, -4095), 4095) + 4095]
+        e = (y * 65536 - p) * 4 * lr
+        assert new_w == [min(max(wi + ((xi * e + 2**19) >> 20), -(2**24)), 2**24) for wi, xi in zip(w, x)]
+
+
+def test_kernel_paths_code_alike():
+    """Every kernel path this CPU runs makes the same payloads, and decodes them."""
+    payloads = {path: records_payloads(SMALL, path) for path in _core.available_kernels()}
+    assert len(set(map(tuple, payloads.values()))) == 1
 
 
 def test_version_7_model_round_trips_and_counts():

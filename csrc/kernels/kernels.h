@@ -1,4 +1,5 @@
-// The int8 step's kernels: one table of function pointers per instruction-set path.
+// The int8 step's kernels and the adaptive stage's mixers: one table of function pointers per
+// instruction-set path.
 //
 // Every path computes the same integers (numerics.py's contract: integer arithmetic only, so
 // vector width, summation order and tiling cannot change a result); the paths differ only in
@@ -90,6 +91,12 @@ struct Kernels {
   // freq[j] = max(exp_out[min(max(logits) - logits[j], EXP_OUT_MAX)], 1). scratch: int64 [n].
   void (*out_freq)(const i32* acc, i64 e, const i64* m, const i64* bias, int shift, const i32* exp_out, i64 n,
                    i64* freq, i64* scratch);
+
+  // ---- the adaptive stage's mixers (csrc/stage), |w_i| <= 2**24, |x_i| <= 4095 (ST_MAX)
+  // sum_{i < n} w_i x_i, exact in int64
+  i64 (*mixer_dot)(const i32* w, const i32* x, i64 n);
+  // w_i = clamp(w_i + floor((x_i e + 2**19) / 2**20), +-2**24) for i < n; |e| < 2**24
+  void (*mixer_train)(i32* w, const i32* x, i64 n, i64 e);
 };
 
 // The path `name` ("auto": the SHAZIP_KERNELS environment variable's path if it is set, else

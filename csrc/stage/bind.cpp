@@ -32,7 +32,7 @@ py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const 
                      int warm, int seen) {
   require(w.size() == x.size() && !x.empty() && x.size() <= size_t(MAX_INPUTS), "bad sizes");
   require(warm >= 0 && seen >= 0, "warm and seen must be >= 0");
-  Mixer m(int(x.size()), 1, lr, w, warm);
+  Mixer m(s->kernels(), int(x.size()), 1, lr, w, warm);
   const std::vector<i32> none(x.size(), 0);
   for (int i = 0; i < seen; ++i) m.update(none.data(), 0, 0, 0);  // counts an update, moves no weight
   const int p = s->tables().sq(m.dot(x.data(), 0));
@@ -44,7 +44,7 @@ py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const 
 // `data` known): (field, field starts of this line, field count of the previous line and its
 // starts, open brackets (innermost lowest), depth, inside a string, shape, the next byte's
 // field_above, field_eq, the current field's hash, the digits ending there, mixer 3's weight set
-// at bit 0 with DIGITS)
+// at bit 0 with DIGITS, NUMBER's digits before the point, after it and whether it has one)
 py::tuple structure_after(const py::bytes& data) {
   const std::string s(data);
   Lane L;
@@ -60,7 +60,8 @@ py::tuple structure_after(const py::bytes& data) {
   std::vector<u32> starts(L.field_start.begin(), L.field_start.begin() + L.field + 1);
   std::vector<u32> prev(L.prev_field_start.begin(), L.prev_field_start.begin() + L.prev_fields);
   return py::make_tuple(L.field, starts, prev, L.stack, L.depth, L.quoted, L.shape, Stage::field_above(L, byte_at),
-                        L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true));
+                        L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true), L.num_int, L.num_frac,
+                        L.num_point);
 }
 
 // RECOVER's state after byte c: (ptr, len, misses) from the recovering match's (ptr, len, misses)
@@ -83,7 +84,8 @@ py::tuple recover_step(u64 ptr, u32 len, u32 miss, int r, const std::vector<std:
 // `squash` with that model alone: per byte, ((ptr, len) of matcher 0, of matcher 1), ptr 0 while len is 0
 py::list line_match_trace(const std::vector<i64>& squash, const py::bytes& data) {
   const std::string s(data);
-  Stage st(squash, Params{16, 16, 12, 6, 16, {1}, false, false, false, false, false, false, LINE_MATCH});
+  Stage st(squash, Params{16, 16, 12, 6, 16, {1}, false, false, false, false, false, false, LINE_MATCH},
+           kernels::select_kernels("auto"));
   std::vector<Lane> lanes(1);
   const Where at{0, std::max<u64>(s.size(), 1), 1, &lanes};
   py::list out;
@@ -118,11 +120,17 @@ void bind_stage(py::module_& m) {
   py::class_<Stage, std::shared_ptr<Stage>>(m, "Stage", "The adaptive stage's tables, shared by lanes and blocks.")
       .def(py::init([](const std::vector<i64>& squash, int table_bits, int history_bits, int match_bits,
                        int match_min, int mixer_lr, const std::vector<int>& orders, bool word, bool column,
-                       bool sparse, bool nn, bool match, bool apm, u32 extras) {
-             return std::make_shared<Stage>(squash, Params{table_bits, history_bits, match_bits, match_min,
-                                                           mixer_lr, orders, word, column, sparse, nn, match, apm,
-                                                           extras});
-           }))
+                       bool sparse, bool nn, bool match, bool apm, u32 extras, const std::string& kernels) {
+             return std::make_shared<Stage>(squash,
+                                            Params{table_bits, history_bits, match_bits, match_min, mixer_lr, orders,
+                                                   word, column, sparse, nn, match, apm, extras},
+                                            kernels::select_kernels(kernels));
+           }),
+           py::arg("squash"), py::arg("table_bits"), py::arg("history_bits"), py::arg("match_bits"),
+           py::arg("match_min"), py::arg("mixer_lr"), py::arg("orders"), py::arg("word"), py::arg("column"),
+           py::arg("sparse"), py::arg("nn"), py::arg("match"), py::arg("apm"), py::arg("extras"),
+           py::arg("kernels") = "auto")
+      .def_property_readonly("kernels", [](const Stage& s) { return std::string(s.kernels().name); })
       .def("snapshot", [](const Stage& s) { return std::make_shared<Stage>(s); })
       .def("restore", &Stage::restore)
       .def_property_readonly("position", &Stage::position)

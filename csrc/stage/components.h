@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common.h"
+#include "kernels/kernels.h"
 #include "stage/tables.h"
 
 namespace shazip::stage {
@@ -61,41 +62,39 @@ class StateMap {
   std::vector<u32> t_;
 };
 
-// Logistic mixing of stretched inputs with one weight vector per selecting context
+// Logistic mixing of stretched inputs with one weight vector per selecting context. The dot
+// product and the training run on the kernel path chosen at run time (kernels.h): integers
+// only, so every path gives the same weights.
 class Mixer {
  public:
   Mixer() = default;
   // warm > 0: each weight set learns faster while young, at lr + floor(3 lr warm / (warm + n))
-  // after n updates of the set; 0: always at lr
-  Mixer(int inputs, int sets, int lr, const std::vector<i32>& init, int warm = 0)
-      : n_(inputs), lr_(lr), warm_(warm), top_(i64(lr) * 3 * warm), w_(size_t(inputs) * sets),
+  // after n updates of the set; 0: always at lr. lr <= 64, so the rate is below 256 and the
+  // error times the rate below 2**24, as mixer_train needs.
+  Mixer(const kernels::Kernels& k, int inputs, int sets, int lr, const std::vector<i32>& init, int warm = 0)
+      : k_(&k), n_(inputs), lr_(lr), warm_(warm), top_(i64(lr) * 3 * warm), w_(size_t(inputs) * sets),
         seen_(warm ? sets : 0, 0) {
+    if (lr < 1 || lr > 64) throw std::invalid_argument("mixer_lr must be in [1, 64]");
     for (int s = 0; s < sets; ++s) std::copy(init.begin(), init.end(), w_.begin() + size_t(s) * inputs);
   }
   // returns x_mix (the clamped stretch-domain output)
   int dot(const i32* x, int set) const {
-    const i32* w = &w_[size_t(set) * n_];
-    i64 s = 0;
-    for (int i = 0; i < n_; ++i) s += i64(w[i]) * x[i];
-    return clampi(s >> 16, -ST_MAX, ST_MAX);
+    return clampi(k_->mixer_dot(&w_[size_t(set) * n_], x, n_) >> 16, -ST_MAX, ST_MAX);
   }
   void update(const i32* x, int set, int y, int p16) {
-    i32* w = &w_[size_t(set) * n_];
     const i64 err = (i64(y) << 16) - p16;
     i64 lr = lr_;
     if (warm_) {  // the boost is 0 once warm + n > top: the count (and the division) stop there
       u32& n = seen_[size_t(set)];
       if (warm_ + i64(n) <= top_) lr += top_ / (warm_ + i64(n++));
     }
-    for (int i = 0; i < n_; ++i) {
-      const i64 nw = w[i] + ((i64(x[i]) * err * lr + (i64(1) << 19)) >> 20);
-      w[i] = i32(std::min(std::max(nw, -W_LIMIT), W_LIMIT));
-    }
+    k_->mixer_train(&w_[size_t(set) * n_], x, n_, err * lr);
   }
   std::vector<i32>& weights() { return w_; }
   size_t bytes() const { return w_.size() * sizeof(i32) + seen_.size() * sizeof(u32); }
 
  private:
+  const kernels::Kernels* k_ = nullptr;
   int n_ = 0, lr_ = 0, warm_ = 0;
   i64 top_ = 0;  // 3 lr warm
   std::vector<i32> w_;

@@ -143,6 +143,19 @@
 //                  +-min(32 * len, 2047) by the expected bit. Without a match model's prediction,
 //                  MATCHED's context takes matcher 0's predicted byte e: hash of (512 + e) << 24 |
 //                  c2 c1. It keeps a history ring (history_bits) of its own where nothing else does.
+// VERSION 8 adds two, bits 14 and 15 of extras (0 gives version 7's stage, unchanged):
+//   inputs order   two more context models, after FIELD_VALUE's: NUMBER's, then RECORD's.
+//   NUMBER         a number: after a digit outside a number, num_int = 1 (num_frac = 0, no point);
+//                  a digit adds 1 to num_frac once the number has its point, else to num_int
+//                  (each at most 15); a '.' gives a number without one its point; any other byte
+//                  ends it (num_int = num_frac = 0, no point). Context: in a number (num_int >
+//                  0), the hash of num_int << 32 | num_frac << 24 | point << 20 | c2 c1; else 0
+//                  (order 0).
+//   RECORD         words as for the word model (letters, case folded); word2 = the word before
+//                  the previous word. Context: hash of hash32(prev_word + hash32(word2)) << 32 |
+//                  (FIELD_VALUE's v, or c1 while v = 0; v is tracked for RECORD too).
+// The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
+// every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
 // -log2 p of the coded bits), which is reported and never read back.
 #pragma once
@@ -179,7 +192,9 @@ enum Extra : u32 {
   DIGITS = 2048,      // version 5: mixer 3's weight sets by the digits so far of a number and its field
   RECOVER = 4096,     // version 6: a long match followed on past the byte it mispredicted (a field that differs)
   LINE_MATCH = 8192,  // version 7: matches within this line and the last (a value copied from earlier in the record)
-  EXTRAS_ALL = 16383,
+  NUMBER = 16384,     // version 8: a number's digits by their place (before and after the point) and the last 2 bytes
+  RECORD = 32768,     // version 8: the field's bytes so far by the two words before them
+  EXTRAS_ALL = 65535,
 };
 
 struct Params {
@@ -207,12 +222,14 @@ constexpr u32 RECOVER_LENS = 16, RECOVER_MISS_BANDS = 4;  // its map's contexts:
 constexpr int LINE_BITS = 16;  // LINE_MATCH: log2 of its heads (the last position of each lane's 2-byte context)
 constexpr u32 LINE_LENS = 16;  // its maps' contexts: min(len, 15)
 constexpr int LINE_MATCHERS = 2;  // one takes candidates in this line, one also in the line before
+constexpr u32 NUM_PLACES = 15;  // NUMBER: a number's digits before and after its point are counted to at most this
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
   u64 hist = 0;       // last 8 bytes, most recent in the low byte
   u32 word = 0;       // hash of the current alphabetic word (0 outside words)
   u32 prev_word = 0;  // hash of the word before it
+  u32 word2 = 0;      // RECORD: hash of the word before prev_word
   u32 line = 0;       // lane offset where the current line starts (after a '\n')
   u32 prev_line = 0;  // ... and where the previous one started
   struct Match {
@@ -242,6 +259,9 @@ struct Lane {
   u32 above = 0;
   bool field_eq = true;
   u32 digits = 0;  // DIGITS: the digits ending at the last byte (at most DIGITS_MAX)
+  // NUMBER: the current number's digits before its point and after it (0: not in a number)
+  u32 num_int = 0, num_frac = 0;
+  bool num_point = false;
 };
 
 // Where a byte is being coded: which history bytes are already known to the decoder
@@ -252,13 +272,13 @@ struct Where {
 
 class Stage {
  public:
-  Stage(const std::vector<i64>& squash, const Params& p)
-      : prm_(p), tb_(std::make_shared<const Tables>(squash)) {
+  // k: the kernel path of the mixers' arithmetic (any gives the same results)
+  Stage(const std::vector<i64>& squash, const Params& p, const kernels::Kernels& k)
+      : prm_(p), tb_(std::make_shared<const Tables>(squash)), k_(&k) {
     if (p.table_bits < 10 || p.table_bits > 30) throw std::invalid_argument("table_bits must be in [10, 30]");
     if (p.history_bits < 10 || p.history_bits > 32) throw std::invalid_argument("history_bits must be in [10, 32]");
     if (p.match_bits < 8 || p.match_bits > 28) throw std::invalid_argument("match_bits must be in [8, 28]");
     if (p.match_min < 2 || p.match_min > 8) throw std::invalid_argument("match_min must be in [2, 8]");
-    if (p.mixer_lr < 1 || p.mixer_lr > 64) throw std::invalid_argument("mixer_lr must be in [1, 64]");
     for (int o : p.orders)
       if (o < 1 || o > 8) throw std::invalid_argument("context orders must be in [1, 8]");
     std::vector<u32> init(256);
@@ -276,6 +296,8 @@ class Stage {
     if (p.has(LOCAL_CTX)) orders.insert(orders.end(), {LOCAL3, LOCAL6});
     if (p.has(MATCH_CTX)) orders.push_back(MATCHED);
     if (p.has(FIELD_VALUE)) orders.push_back(VALUE);
+    if (p.has(NUMBER)) orders.push_back(NUMBER_CTX);
+    if (p.has(RECORD)) orders.push_back(RECORD_CTX);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
     if (p.has(RECOVER) && !p.match) throw std::invalid_argument("the recovering match needs the match model");
@@ -307,13 +329,13 @@ class Stage {
     std::vector<i32> w(n_inputs_, p.nn ? 0 : 16384);
     if (p.nn) w[0] = 65536;
     const int warm = p.has(WARM) ? WARM_UPDATES : 0;
-    mixer1_ = Mixer(n_inputs_, p.has(MATCH_CTX) ? 96 : 32, p.mixer_lr, w, warm);
+    mixer1_ = Mixer(k, n_inputs_, p.has(MATCH_CTX) ? 96 : 32, p.mixer_lr, w, warm);
     const int eq_sets = p.has(FIELD_EQ) ? 2 : 1;  // FIELD_EQ doubles mixer 4's sets and APM 1's by field_eq
-    mixer2_ = Mixer(n_inputs_, 256, p.mixer_lr, w, warm);
+    mixer2_ = Mixer(k, n_inputs_, 256, p.mixer_lr, w, warm);
     if (p.has(LAYERED)) {
-      mixer3_ = Mixer(n_inputs_, p.has(DIGITS) ? 256 + DIGITS_MAX * 8 * DIGIT_FIELDS : 256, p.mixer_lr, w, warm);
-      mixer4_ = Mixer(n_inputs_, 16 * 8 * eq_sets, p.mixer_lr, w, warm);
-      final_ = Mixer(FINAL_INPUTS, 8, p.mixer_lr, {16384, 16384, 16384, 16384}, warm);
+      mixer3_ = Mixer(k, n_inputs_, p.has(DIGITS) ? 256 + DIGITS_MAX * 8 * DIGIT_FIELDS : 256, p.mixer_lr, w, warm);
+      mixer4_ = Mixer(k, n_inputs_, 16 * 8 * eq_sets, p.mixer_lr, w, warm);
+      final_ = Mixer(k, FINAL_INPUTS, 8, p.mixer_lr, {16384, 16384, 16384, 16384}, warm);
     }
     if (p.nn) nn_apm_ = APM(*tb_, 65536);
     if (p.apm) {
@@ -378,7 +400,7 @@ class Stage {
   // the lines, FIELDS, SHAPE, BRACKETS, FIELD_VALUE/EQ and DIGITS state after byte c, which followed
   // `before` (L.coded counts c; FIELD_EQ compares c with L.above, c's field_above)
   static void structure(Lane& L, int c, int before, u32 extras) {
-    if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS)) {
+    if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS | RECORD)) {
       const bool eq = L.field_eq && L.above == (256 | u32(c));
       L.field_eq = true;
       if (c == '\n') {
@@ -393,7 +415,18 @@ class Stage {
       }
     }
     if (extras & DIGITS) L.digits = c >= '0' && c <= '9' ? std::min(L.digits + 1, DIGITS_MAX) : 0;
-    if (extras & FIELD_VALUE) L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
+    if (extras & NUMBER) {
+      const bool digit = c >= '0' && c <= '9';
+      if (digit) {
+        if (L.num_point) L.num_frac += L.num_frac < NUM_PLACES;
+        else L.num_int += L.num_int < NUM_PLACES;
+      } else if (c == '.' && L.num_int && !L.num_point) {
+        L.num_point = true;
+      } else {
+        L.num_int = L.num_frac = 0, L.num_point = false;
+      }
+    }
+    if (extras & (FIELD_VALUE | RECORD)) L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
     if (c == '\n') {
       L.prev_line = L.line;
       L.line = L.coded;
@@ -415,6 +448,7 @@ class Stage {
   }
 
   const Tables& tables() const { return *tb_; }
+  const kernels::Kernels& kernels() const { return *k_; }
   const Params& params() const { return prm_; }
   u64 position() const { return pos_; }
   size_t bytes() const {
@@ -483,6 +517,10 @@ class Stage {
           if (prm_.has(FIELD_EQ)) bytes |= u64(L.field_eq) << 28;
           break;
         case VALUE: bytes = u64(L.value ? L.value : c1) << 8 | L.field; break;
+        case NUMBER_CTX:  // in a number: its places so far and the last 2 bytes; elsewhere order 0
+          bytes = L.num_int ? u64(L.num_int) << 32 | u64(L.num_frac) << 24 | u64(L.num_point) << 20 | (L.hist & 0xFFFF) : 0;
+          break;
+        case RECORD_CTX: bytes = u64(hash32(L.prev_word + hash32(L.word2))) << 32 | (L.value ? L.value : c1); break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
         case LOCAL6: bytes = u64(b) << 48 | (L.hist & 0xFFFFFFFFFFFF); break;
@@ -666,6 +704,7 @@ class Stage {
     if (lc >= 'a' && lc <= 'z') {
       L.word = hash32(L.word + u32(lc)) | 1u;
     } else if (L.word) {
+      L.word2 = L.prev_word;
       L.prev_word = L.word;
       L.word = 0;
     }
@@ -740,12 +779,13 @@ class Stage {
 
   Params prm_;
   std::shared_ptr<const Tables> tb_;
+  const kernels::Kernels* k_;
   // a context model: its order (1..8, or one of the kinds below) and hashed table (-1: direct)
   struct Model {
     int order, table;
   };
   static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
-                       LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19;
+                       LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21;
   static constexpr int FINAL_INPUTS = 4;
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
   std::vector<Model> models_;
