@@ -69,8 +69,8 @@ class Mixer {
  public:
   Mixer() = default;
   // warm > 0: each weight set learns faster while young, at lr + floor(3 lr warm / (warm + n))
-  // after n updates of the set; 0: always at lr. lr <= 64, so the rate is below 256 and the
-  // error times the rate below 2**24, as mixer_train needs.
+  // after n updates of the set; 0: always at lr. With lr <= 64 the rate is at most 4 lr = 256
+  // and the error below 2**16 in magnitude, so their product stays below 2**24 (mixer_train's bound).
   Mixer(const kernels::Kernels& k, int inputs, int sets, int lr, const std::vector<i32>& init, int warm = 0)
       : k_(&k), n_(inputs), lr_(lr), warm_(warm), top_(i64(lr) * 3 * warm), w_(size_t(inputs) * sets),
         seen_(warm ? sets : 0, 0) {

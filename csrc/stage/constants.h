@@ -23,7 +23,6 @@ constexpr u32 COUNT_MASK = (1u << COUNT_BITS) - 1;
 constexpr int COUNT_LIMIT_MAX = 1023;
 constexpr int APM_CELLS = 33;
 constexpr int APM_RATE = 7;
-constexpr i64 W_LIMIT = i64(1) << 24;
 constexpr i64 FREQ_MAX = i64(1) << 30;
 constexpr i64 MAX_LANES = 65536, MAX_SPAN = i64(1) << 31;  // lane offsets are uint32
 constexpr int MAX_INPUTS = 32;
