@@ -473,12 +473,11 @@ class Stage {
     const int nm = int(models_.size());
     const u32 c1 = u32(L.hist & 0xFF);
     // the match model's predicted byte, if its position is already known to the decoder
-    int expect[2] = {-1, -1}, band[2] = {}, strength[2] = {};
+    int expect[2] = {-1, -1}, band[2] = {};
     for (int m = 0; m < matchers_; ++m) {
       const Lane::Match& M = L.match[m];
       if (M.len > 0 && valid(M.ptr, at)) expect[m] = ring_[M.ptr & ring_mask()];
       band[m] = expect[m] < 0 ? 0 : std::min<int>(M.len < 16 ? M.len : 12 + ilog2(M.len), MATCH_BANDS - 1);
-      strength[m] = std::min<int>(int(M.len) * 32, 2047);
     }
     const Lane::Recovering& R = L.recover;
     const int rexpect = prm_.has(RECOVER) && R.miss > 0 && valid(R.ptr, at) ? ring_[R.ptr & ring_mask()] : -1;
@@ -581,34 +580,12 @@ class Stage {
         x[n++] = tb.st(maps_[i].p16(*state[i]));
         seen += *state[i] != 0;
       }
-      size_t mcx[2] = {};  // the match maps' contexts: 0 without a prediction
-      for (int m = 0; m < matchers_; ++m) {
-        if (expect[m] >= 0 && ((expect[m] | 256) >> (8 - k)) == c0) {
-          const int ebit = (expect[m] >> (7 - k)) & 1;
-          mcx[m] = size_t(band[m] * 2 + ebit);
-          x[n++] = tb.st(match_map_[m].p16(mcx[m]));
-          x[n++] = ebit ? strength[m] : -strength[m];
-        } else {
-          x[n++] = tb.st(match_map_[m].p16(0));
-          x[n++] = 0;
-        }
-      }
-      size_t rcx = 0;  // RECOVER: its map's context, 0 without a prediction
-      if (prm_.has(RECOVER)) {
-        const bool on = rexpect >= 0 && ((rexpect | 256) >> (8 - k)) == c0;
-        const int ebit = on ? (rexpect >> (7 - k)) & 1 : 0;
-        rcx = on ? rband * 2 + size_t(ebit) : 0;
-        x[n++] = tb.st(recover_map_.p16(rcx));
-        x[n++] = on ? (ebit ? 1 : -1) * std::min<int>(int(R.len) * 32, 2047) : 0;
-      }
-      size_t lcx = 0;  // LINE_MATCH: its map's context, 0 without a prediction
-      if (prm_.has(LINE_MATCH)) {
-        const bool on = lbyte >= 0 && ((lbyte | 256) >> (8 - k)) == c0;
-        const int ebit = on ? (lbyte >> (7 - k)) & 1 : 0;
-        lcx = on ? lband * 2 + size_t(ebit) : 0;
-        x[n++] = tb.st(line_map_.p16(lcx));
-        x[n++] = on ? (ebit ? 1 : -1) * std::min<int>(int(LM.len) * 32, 2047) : 0;
-      }
+      // the predicted bytes' inputs; their maps' contexts (0 without a prediction)
+      size_t mcx[2] = {}, rcx = 0, lcx = 0;
+      for (int m = 0; m < matchers_; ++m)
+        mcx[m] = byte_inputs(tb, match_map_[m], expect[m], size_t(band[m]), L.match[m].len, k, c0, x, n);
+      if (prm_.has(RECOVER)) rcx = byte_inputs(tb, recover_map_, rexpect, rband, R.len, k, c0, x, n);
+      if (prm_.has(LINE_MATCH)) lcx = byte_inputs(tb, line_map_, lbyte, lband, LM.len, k, c0, x, n);
       x[n++] = 256;  // bias
       // weight sets by bit position and match length, and by the partial byte (LAYERED: also by
       // c1 and by how many contexts are known, then a final mixer)
@@ -667,6 +644,19 @@ class Stage {
 
  private:
   static int ilog2(u32 x) { return 31 - __builtin_clz(x); }
+  // A predicted byte's two inputs at bit k (a match model's, RECOVER's, LINE_MATCH's), appended to
+  // x: while `byte` (-1: none) agrees with the bits so far c0, the stretch of its map's P16 in
+  // context band * 2 + the expected bit and +-min(32 len, 2047) by that bit; else the map's
+  // context 0 and 0. Returns the context, for the map's update.
+  static size_t byte_inputs(const Tables& tb, const StateMap& map, int byte, size_t band, u32 len, int k, int c0,
+                            i32* x, int& n) {
+    const bool on = byte >= 0 && ((byte | 256) >> (8 - k)) == c0;
+    const int ebit = on ? (byte >> (7 - k)) & 1 : 0;
+    const size_t cx = on ? band * 2 + size_t(ebit) : 0;
+    x[n++] = tb.st(map.p16(cx));
+    x[n++] = on ? (ebit ? 1 : -1) * std::min<int>(int(len) * 32, 2047) : 0;
+    return cx;
+  }
   u64 ring_mask() const { return (u64(1) << prm_.history_bits) - 1; }
 
   // written in this block? (lane c has coded its first `coded` bytes)
