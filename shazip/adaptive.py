@@ -95,6 +95,16 @@ class AdaptiveParams:
     record: the current field's bytes so far (or the last byte) with the two words before them: a
         record's value by its key or by the values earlier in the record (a state's coordinates,
         a log message's arguments), and word trigrams in prose.
+    Version 9 adds three (class_mix and state_mix need `layered`):
+    predicted: the byte a match points at and the byte before it (the recovering match's, else the
+        match model's, else this line's match), with the last byte, the recovering match's length
+        and a number's places: how a value goes on where it left the earlier record's (a counter's
+        digits after the one that grew, a timestamp's after the second that changed).
+    class_mix: a fifth mixer whose weight set is chosen by the classes of the last two bytes
+        (digit, letter, case, each punctuation mark) and the bit position: a digit after a
+        letter, a letter after a quote and a byte after a space weigh the models differently.
+    state_mix: a sixth, chosen by the field number, the brackets' depth, being inside a string
+        and being inside a number: a record's structure, as the mixer sees it.
     """
 
     table_bits: int = 22
@@ -125,6 +135,9 @@ class AdaptiveParams:
     line_match: bool = True
     number: bool = True
     record: bool = True
+    predicted: bool = True
+    class_mix: bool = True
+    state_mix: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -145,7 +158,7 @@ class AdaptiveParams:
     def at_version(self, version: int) -> AdaptiveParams:
         """These parameters without the models of stage versions after `version` (EXTRAS_OF):
         what that version's shazip wrote (version 1: shazip 0.5, 2: 0.6, 3: 0.7, 4: 0.8, 5: 0.9, 6: 0.10,
-        7: 0.11, 8: 0.12)."""
+        7: 0.11, 8: 0.12, 9: 0.13)."""
         return replace(self, **dict.fromkeys(EXTRA_FLAGS[EXTRAS_OF[version]:], False))
 
     @property
@@ -161,7 +174,7 @@ class AdaptiveParams:
 
     def pack(self) -> bytes:
         """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3,
-        10 for 4 to 8 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
+        10 for 4 to 8, 11 for 9 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
         orders = sum(1 << (o - 1) for o in self.orders)
         models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
         blob = struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
@@ -181,9 +194,11 @@ class AdaptiveParams:
         if (models >> len(MODEL_FLAGS) or extras >> EXTRAS_OF[version] or not orders
                 or (version >= 2 and not extras >> EXTRAS_OF[version - 1])
                 or (extras >> EXTRA_FLAGS.index("digits") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)
+                or (extras >> EXTRA_FLAGS.index("class_mix") & 3 and not extras >> EXTRA_FLAGS.index("layered") & 1)
                 or (extras >> EXTRA_FLAGS.index("recover") & 1 and not models >> MODEL_FLAGS.index("match") & 1)):
             raise CorruptArchive("adaptive stage parameters are damaged (unknown models, no context order, "
-                                 "digits without layered or recover without match)")
+                                 "digits without layered, the class or state mixer without layered, "
+                                 "recover without match)")
         flags = {name: bool(models >> i & 1) for i, name in enumerate(MODEL_FLAGS)}
         flags.update({name: bool(extras >> i & 1) for i, name in enumerate(EXTRA_FLAGS)})
         p = AdaptiveParams(tb, hb, mb, mm, lr, tuple(o for o in range(1, 9) if orders >> (o - 1) & 1), **flags)
@@ -193,19 +208,20 @@ class AdaptiveParams:
         return p
 
 
-VERSION = 8  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
+VERSION = 9  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
 # What this shazip decodes: each version is the next one without the models it added.
-VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
-PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10, 8: 10}
+VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10, 8: 10, 9: 11}
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
 # bit i of `extras`: version 2's seven models, then version 3's, version 4's three, versions 5's to 7's one
-# each, version 8's two
+# each, version 8's two, version 9's three
 EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
-               "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record")
-EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16}  # how many of EXTRA_FLAGS each version has
-# What archives may ask for: at most 20 hashed tables of 2**24 bytes (7 orders, 2 word, column,
-# sparse, version 2's 5, version 3's 1, version 4's 1 and version 8's 2), a 2**26-byte history and 2**24 match entries (about 0.5 GB),
-# whatever a damaged or hostile header says.
+               "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",
+               "predicted", "class_mix", "state_mix")
+EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19}  # how many of EXTRA_FLAGS each version has
+# What archives may ask for: at most 21 hashed tables of 2**24 bytes (7 orders, 2 word, column,
+# sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2 and version 9's 1), a 2**26-byte
+# history and 2**24 match entries (about 0.5 GB), whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
                   "mixer_lr": (1, 64)}
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from shazip import _core, core
-from shazip.adaptive import EXTRA_FLAGS, EXTRAS_OF, VERSION, AdaptiveParams, AdaptiveStage, squash_table
+from shazip.adaptive import (EXTRA_FLAGS, EXTRAS_OF, PARAMS_BYTES, VERSION, AdaptiveParams, AdaptiveStage,
+                              squash_table)
 from shazip.errors import CorruptArchive
 
 SMALL = AdaptiveParams(table_bits=16, history_bits=16, match_bits=12)  # fast to allocate and copy
@@ -426,12 +427,14 @@ def assert_refused_without(params: AdaptiveParams, needed: str, version: int, he
 
 def assert_adds_model(flag: str, version: int, bare: AdaptiveParams) -> None:
     """`flag` on the stage of the version before, and on `bare` (version 1's models, with what the
-    model needs): stage `version`, extras in two bytes; encoder and decoder agree across lanes and
+    model needs): stage `version`, extras in its header's bytes; encoder and decoder agree across lanes and
     blocks, and the model changes the code."""
     before = SMALL.at_version(version - 1)
     params = replace(before, **{flag: True})
-    assert params.version == version and len(params.pack()) == 10
-    assert params.pack() == before.pack()[:8] + (before.extras | 1 << EXTRA_FLAGS.index(flag)).to_bytes(2, "little")
+    size = PARAMS_BYTES[version]
+    assert params.version == version and len(params.pack()) == size
+    extras = before.extras | 1 << EXTRA_FLAGS.index(flag)
+    assert params.pack() == before.pack()[:8] + extras.to_bytes(size - 8, "little")
     assert AdaptiveParams.unpack(params.pack(), version) == params
     assert records_payloads(before) != records_payloads(params)
     lone = replace(bare, **{flag: True})
@@ -461,7 +464,20 @@ def test_version_5_to_8_headers(version):
     for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 8
+    assert AdaptiveParams().version == VERSION == 9
+
+
+def test_version_9_header():
+    """A version 9 header is version 8's with an eleventh byte holding its models' bits of extras
+    (16-18), not 0; version 8 cannot hold them, and a version 9 header without them is damaged."""
+    p, before = AdaptiveParams().at_version(9), AdaptiveParams().at_version(8)
+    assert p.version == 9 and AdaptiveParams.unpack(p.pack(), 9) == p
+    assert p.pack() == before.pack() + bytes([0b111]) and len(before.pack()) == 10
+    for bad in [before.pack() + b"\x00", before.pack() + b"\x08", p.pack()[:10], p.pack() + b"\x00"]:
+        with pytest.raises(CorruptArchive):
+            AdaptiveParams.unpack(bad, 9)
+    with pytest.raises(CorruptArchive):
+        AdaptiveParams.unpack(p.pack(), 8)
 
 
 def test_recover_by_hand():
@@ -562,3 +578,29 @@ def test_version_7_model_round_trips_and_counts():
     """The line matchers on version 6's stage, and on version 1's models without the match model
     or the column model (the history ring is then its own)."""
     assert_adds_model("line_match", 7, replace(SMALL.at_version(1), match=False, column=False))
+
+
+def test_version_9_mixer_sets_by_hand():
+    """Version 9's fifth and sixth mixers' weight sets at bit 0: by the classes of the last two
+    bytes ((class(c1) * 32 + class(c2)) * 8), and by the field, the brackets' depth (to 3), being
+    in a string and in a number (((field * 16 + depth * 4) + quoted * 2 + number) * 8)."""
+    after = core.load().structure_after
+    assert after(b"ab1")[15] == (0 * 32 + 1) * 8  # a digit after a lower-case letter
+    assert after(b"A ")[15] == (4 * 32 + 2) * 8  # a space (class 4) after an upper-case letter
+    assert after(b"x")[15] == (1 * 32 + 31) * 8  # before the first byte c2 is 0, of class 31
+    assert after(b"k 12")[16] == (1 * 16 + 0 + 0 + 1) * 8  # field 1, in a number
+    assert after(b'{"a')[16] == (2 * 16 + 1 * 4 + 2) * 8  # field 2 (after '{' and '"'), depth 1, in a string
+    assert after(b"[[[[[x")[16] == (5 * 16 + 3 * 4) * 8  # depth counts to 3
+    assert after(b"a b c d e f g h i j k l m n o p q r 7")[16] == (15 * 16 + 1) * 8  # fields count to 15
+
+
+def test_version_9_models_round_trip_and_count():
+    """The predicted-byte context on version 8's stage and on version 1's models; the class and
+    state mixers on version 8's and on version 1's with the layered mixers, which they need
+    (without them they are refused)."""
+    assert_adds_model("predicted", 9, SMALL.at_version(1))
+    bare = replace(SMALL.at_version(1), layered=True)
+    for flag in ("class_mix", "state_mix"):
+        assert_adds_model(flag, 9, bare)
+        assert_refused_without(replace(bare, **{flag: True}), "layered", 9, "the class or state mixer without layered",
+                               "class and state mixers need")

@@ -44,7 +44,8 @@ py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const 
 // `data` known): (field, field starts of this line, field count of the previous line and its
 // starts, open brackets (innermost lowest), depth, inside a string, shape, the next byte's
 // field_above, field_eq, the current field's hash, the digits ending there, mixer 3's weight set
-// at bit 0 with DIGITS, NUMBER's digits before the point, after it and whether it has one)
+// at bit 0 with DIGITS, NUMBER's digits before the point, after it and whether it has one, and
+// CLASS_MIX's and STATE_MIX's weight sets at bit 0)
 py::tuple structure_after(const py::bytes& data) {
   const std::string s(data);
   Lane L;
@@ -61,7 +62,7 @@ py::tuple structure_after(const py::bytes& data) {
   std::vector<u32> prev(L.prev_field_start.begin(), L.prev_field_start.begin() + L.prev_fields);
   return py::make_tuple(L.field, starts, prev, L.stack, L.depth, L.quoted, L.shape, Stage::field_above(L, byte_at),
                         L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true), L.num_int, L.num_frac,
-                        L.num_point);
+                        L.num_point, Stage::class_set(L, 0), Stage::state_set(L, 0));
 }
 
 // RECOVER's state after byte c: (ptr, len, misses) from the recovering match's (ptr, len, misses)

@@ -154,6 +154,23 @@
 //   RECORD         words as for the word model (letters, case folded); word2 = the word before
 //                  the previous word. Context: hash of hash32(prev_word + hash32(word2)) << 32 |
 //                  (FIELD_VALUE's v, or c1 while v = 0; v is tracked for RECORD too).
+// VERSION 9 adds three, bits 16-18 of extras (0 gives version 8's stage, unchanged):
+//   number         tracked also for PREDICTED and STATE_MIX; fields also for STATE_MIX, brackets
+//                  and quoting (as for BRACKETS) also for STATE_MIX.
+//   PREDICTED      a context model after RECORD's: P = the recovering match's pointer while it has a
+//                  predicted byte the decoder knows (src 1), else the first match model's (src 2),
+//                  else LINE_MATCH's first matcher's (src 3); e = the byte at P (the predicted byte),
+//                  e1 = the byte at P - 1 (0 if the decoder cannot know it). Context: hash of src << 48
+//                  | e << 40 | e1 << 32 | c1 << 24 | min(the recovering match's len, 3) << 20 | num_int
+//                  << 12 | num_frac << 4 | point; without a predicted byte 0 (order 0). How a value goes
+//                  on where it left the earlier record's (a counter's digits after the one that grew).
+//   CLASS_MIX      (needs LAYERED) a fifth mixer over the same inputs, a weight set per (class of c1,
+//                  class of c2, bit position): (class(c1) * 32 + class(c2)) * 8 + k, classes as
+//                  SHAPE's; its output is the final mixer's next input.
+//   STATE_MIX      (needs LAYERED) a sixth, a set per (min(field, 15) * 16 + min(depth, 3) * 4 +
+//                  inside a string * 2 + in a number) * 8 + k; the final mixer's next input.
+//   final mixer    inputs x_1 .. x_4, then CLASS_MIX's and STATE_MIX's (those present); initial
+//                  weights floor(65536 / its inputs) each (16384 for 4, version 8's).
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -194,7 +211,10 @@ enum Extra : u32 {
   LINE_MATCH = 8192,  // version 7: matches within this line and the last (a value copied from earlier in the record)
   NUMBER = 16384,     // version 8: a number's digits by their place (before and after the point) and the last 2 bytes
   RECORD = 32768,     // version 8: the field's bytes so far by the two words before them
-  EXTRAS_ALL = 65535,
+  PREDICTED = 65536,  // version 9: a match's predicted byte and the one before it, with c1 and a number's places
+  CLASS_MIX = 131072,  // version 9: a mixer by the classes of the last two bytes
+  STATE_MIX = 262144,  // version 9: a mixer by the field, the brackets' depth, quoting and being in a number
+  EXTRAS_ALL = 524287,
 };
 
 struct Params {
@@ -222,6 +242,8 @@ constexpr u32 RECOVER_LENS = 16, RECOVER_MISS_BANDS = 4;  // its map's contexts:
 constexpr int LINE_BITS = 16;  // LINE_MATCH: log2 of its heads (the last position of each lane's 2-byte context)
 constexpr u32 LINE_LENS = 16;  // its maps' contexts: min(len, 15)
 constexpr int LINE_MATCHERS = 2;  // one takes candidates in this line, one also in the line before
+constexpr u32 CLASS_SETS = 32;  // CLASS_MIX: byte_class's classes
+constexpr u32 STATE_SETS = FIELDS_MAX * 16;  // STATE_MIX: by the field (16), depth (4), quoting and number
 constexpr u32 NUM_PLACES = 15;  // NUMBER: a number's digits before and after its point are counted to at most this
 
 // One lane's context within a block: its own previous bytes, words, lines and match
@@ -298,8 +320,11 @@ class Stage {
     if (p.has(FIELD_VALUE)) orders.push_back(VALUE);
     if (p.has(NUMBER)) orders.push_back(NUMBER_CTX);
     if (p.has(RECORD)) orders.push_back(RECORD_CTX);
+    if (p.has(PREDICTED)) orders.push_back(PREDICTED_CTX);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
+    if ((p.has(CLASS_MIX) || p.has(STATE_MIX)) && !p.has(LAYERED))
+      throw std::invalid_argument("the class and state mixers need the layered mixers");
     if (p.has(RECOVER) && !p.match) throw std::invalid_argument("the recovering match needs the match model");
     for (int o : orders) {
       if (o == 1 && direct_.empty()) {
@@ -335,7 +360,10 @@ class Stage {
     if (p.has(LAYERED)) {
       mixer3_ = Mixer(k, n_inputs_, p.has(DIGITS) ? 256 + DIGITS_MAX * 8 * DIGIT_FIELDS : 256, p.mixer_lr, w, warm);
       mixer4_ = Mixer(k, n_inputs_, 16 * 8 * eq_sets, p.mixer_lr, w, warm);
-      final_ = Mixer(k, FINAL_INPUTS, 8, p.mixer_lr, {16384, 16384, 16384, 16384}, warm);
+      if (p.has(CLASS_MIX)) mixer5_ = Mixer(k, n_inputs_, CLASS_SETS * CLASS_SETS * 8, p.mixer_lr, w, warm);
+      if (p.has(STATE_MIX)) mixer6_ = Mixer(k, n_inputs_, STATE_SETS * 8, p.mixer_lr, w, warm);
+      n_final_ = 4 + p.has(CLASS_MIX) + p.has(STATE_MIX);
+      final_ = Mixer(k, n_final_, 8, p.mixer_lr, std::vector<i32>(size_t(n_final_), 65536 / n_final_), warm);
     }
     if (p.nn) nn_apm_ = APM(*tb_, 65536);
     if (p.apm) {
@@ -397,10 +425,19 @@ class Stage {
     if (!digits || L.digits == 0) return int(L.hist & 0xFF);
     return int(256 + (L.digits - 1) * 8 + u32(k) + 128 * std::min(L.field, DIGIT_FIELDS - 1));
   }
+  // CLASS_MIX's weight set at bit k: by the classes of the last two bytes
+  static int class_set(const Lane& L, int k) {
+    return int(byte_class(int(L.hist & 255)) * CLASS_SETS + byte_class(int(L.hist >> 8 & 255))) * 8 + k;
+  }
+  // STATE_MIX's weight set at bit k: by the field, the brackets' depth, quoting and being in a number
+  static int state_set(const Lane& L, int k) {
+    return int(std::min<u32>(L.field, FIELDS_MAX - 1) * 16 + std::min<u32>(L.depth, 3) * 4 + u32(L.quoted) * 2 +
+               u32(L.num_int > 0)) * 8 + k;
+  }
   // the lines, FIELDS, SHAPE, BRACKETS, FIELD_VALUE/EQ and DIGITS state after byte c, which followed
   // `before` (L.coded counts c; FIELD_EQ compares c with L.above, c's field_above)
   static void structure(Lane& L, int c, int before, u32 extras) {
-    if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS | RECORD)) {
+    if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS | RECORD | STATE_MIX)) {
       const bool eq = L.field_eq && L.above == (256 | u32(c));
       L.field_eq = true;
       if (c == '\n') {
@@ -415,7 +452,7 @@ class Stage {
       }
     }
     if (extras & DIGITS) L.digits = c >= '0' && c <= '9' ? std::min(L.digits + 1, DIGITS_MAX) : 0;
-    if (extras & NUMBER) {
+    if (extras & (NUMBER | PREDICTED | STATE_MIX)) {
       const bool digit = c >= '0' && c <= '9';
       if (digit) {
         if (L.num_point) L.num_frac += L.num_frac < NUM_PLACES;
@@ -432,7 +469,7 @@ class Stage {
       L.line = L.coded;
     }
     if (extras & SHAPE) L.shape = L.shape << 5 | byte_class(c);
-    if (extras & BRACKETS) {
+    if (extras & (BRACKETS | STATE_MIX)) {
       if (L.quoted) {
         L.quoted = !(c == '"' && before != '\\');
       } else if (c == '"') {
@@ -454,7 +491,7 @@ class Stage {
   size_t bytes() const {
     size_t n = ring_.size() + (heads_.size() + line_heads_.size()) * sizeof(u64) + direct_.size();
     for (const auto& t : tables_) n += t.bytes();
-    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &final_}) n += m->bytes();
+    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &final_}) n += m->bytes();
     for (const APM* a : {&nn_apm_, &apm1_, &apm2_, &match_apm_}) n += a->bytes();
     return n;
   }
@@ -520,6 +557,7 @@ class Stage {
           bytes = L.num_int ? u64(L.num_int) << 32 | u64(L.num_frac) << 24 | u64(L.num_point) << 20 | (L.hist & 0xFFFF) : 0;
           break;
         case RECORD_CTX: bytes = u64(hash32(L.prev_word + hash32(L.word2))) << 32 | (L.value ? L.value : c1); break;
+        case PREDICTED_CTX: bytes = predicted_context(L, at, expect[0], rexpect, lexpect[0]); break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
         case LOCAL6: bytes = u64(b) << 48 | (L.hist & 0xFFFFFFFFFFFF); break;
@@ -592,13 +630,17 @@ class Stage {
       int set1 = k + 8 * (expect[0] < 0 ? 0 : 1 + (band[0] >= 16) + (band[0] >= 28));
       if (prm_.has(MATCH_CTX) && mcx[0] != 0) set1 += 32 * (1 + int(mcx[0] & 1));  // by the expected bit
       const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
-      int x3 = 0, x4 = 0, xf[FINAL_INPUTS];
+      int x3 = 0, x4 = 0, x5 = 0, x6 = 0, xf[FINAL_INPUTS];
       const int set3 = mixer3_set(L, k, prm_.has(DIGITS));
       const int set4 = std::min(seen, 15) * 8 + k + (prm_.has(FIELD_EQ) && L.field_eq ? 128 : 0);
+      const int set5 = class_set(L, k), set6 = state_set(L, k);
       if (prm_.has(LAYERED)) {
         x3 = mixer3_.dot(x, set3);
         x4 = mixer4_.dot(x, set4);
         xf[0] = x1, xf[1] = x2, xf[2] = x3, xf[3] = x4;
+        int nf = 4;
+        if (prm_.has(CLASS_MIX)) xf[nf++] = x5 = mixer5_.dot(x, set5);
+        if (prm_.has(STATE_MIX)) xf[nf++] = x6 = mixer6_.dot(x, set6);
       }
       const int xm = prm_.has(LAYERED) ? final_.dot(xf, k) : (x1 + x2) >> 1;
       const int pm = tb.sq(xm);
@@ -620,6 +662,8 @@ class Stage {
         mixer3_.update(x, set3, y, tb.sq(x3));
         mixer4_.update(x, set4, y, tb.sq(x4));
         final_.update(xf, k, y, tb.sq(xm));
+        if (prm_.has(CLASS_MIX)) mixer5_.update(x, set5, y, tb.sq(x5));
+        if (prm_.has(STATE_MIX)) mixer6_.update(x, set6, y, tb.sq(x6));
       }
       if (prm_.nn) nn_apm_.update(y);
       if (prm_.apm) {
@@ -658,6 +702,20 @@ class Stage {
     return cx;
   }
   u64 ring_mask() const { return (u64(1) << prm_.history_bits) - 1; }
+
+  // PREDICTED's context bytes (the contract says how): expect, rexpect, lexpect, the first match
+  // model's, the recovering match's and the first line matcher's predicted bytes (-1: none)
+  u64 predicted_context(const Lane& L, const Where& at, int expect, int rexpect, int lexpect) const {
+    u64 src, ptr;
+    int e;
+    if (rexpect >= 0) src = 1, ptr = L.recover.ptr, e = rexpect;
+    else if (expect >= 0) src = 2, ptr = L.match[0].ptr, e = expect;
+    else if (lexpect >= 0) src = 3, ptr = L.line_match[0].ptr, e = lexpect;
+    else return 0;
+    const u64 e1 = valid(ptr - 1, at) ? ring_[(ptr - 1) & ring_mask()] : 0;
+    return src << 48 | u64(e) << 40 | e1 << 32 | (L.hist & 0xFF) << 24 | u64(std::min<u32>(L.recover.len, 3)) << 20 |
+           u64(L.num_int) << 12 | u64(L.num_frac) << 4 | u64(L.num_point);
+  }
 
   // written in this block? (lane c has coded its first `coded` bytes)
   static bool known(u64 p, const Where& at) {
@@ -775,8 +833,10 @@ class Stage {
     int order, table;
   };
   static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
-                       LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21;
-  static constexpr int FINAL_INPUTS = 4;
+                       LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21,
+                       PREDICTED_CTX = 22;
+  static constexpr int FINAL_INPUTS = 6;  // mixers 1-4, CLASS_MIX's, STATE_MIX's
+
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
   std::vector<Model> models_;
   std::vector<BucketTable> tables_;
@@ -789,7 +849,8 @@ class Stage {
   StateMap recover_map_;  // RECOVER: by the recovering match's length, misses and expected bit
   std::vector<u8> ring_;
   std::vector<u64> heads_;
-  Mixer mixer1_, mixer2_, mixer3_, mixer4_, final_;
+  Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, final_;
+  int n_final_ = 4;  // the final mixer's inputs
   APM nn_apm_, apm1_, apm2_, match_apm_;
   int n_inputs_ = 0;
   u64 pos_ = 0;
