@@ -584,6 +584,8 @@ class Stage {
 
     if (prm_.apm) apm2_.prefetch(1 | c1 << 8);
     if (prm_.nn) nn_apm_.prefetch(1 | c1 << 8);
+    // CLASS_MIX's and STATE_MIX's weight sets at bit 0: fixed for the byte
+    const int class0 = prm_.has(CLASS_MIX) ? class_set(L, 0) : 0, state0 = prm_.has(STATE_MIX) ? state_set(L, 0) : 0;
     u8* node[MAX_INPUTS] = {};
     int c0 = 1;  // 1 followed by the bits of this byte so far
     int j = 1;   // the same within the current nibble: a bucket's node (1..15)
@@ -633,7 +635,7 @@ class Stage {
       int x3 = 0, x4 = 0, x5 = 0, x6 = 0, xf[FINAL_INPUTS];
       const int set3 = mixer3_set(L, k, prm_.has(DIGITS));
       const int set4 = std::min(seen, 15) * 8 + k + (prm_.has(FIELD_EQ) && L.field_eq ? 128 : 0);
-      const int set5 = class_set(L, k), set6 = state_set(L, k);
+      const int set5 = class0 + k, set6 = state0 + k;
       if (prm_.has(LAYERED)) {
         x3 = mixer3_.dot(x, set3);
         x4 = mixer4_.dot(x, set4);
