@@ -2,8 +2,8 @@
 
     python benchmarks/fuzz.py --cases 10000
 
-Three archives of the committed fixture text plus random bytes, with model-coded (with and without
-the adaptive stage), raw and zstd
+Five archives of the committed fixture text plus random bytes, with model-coded (with and without
+the adaptive stage; a level's choice and every model of the newest stage version), raw and zstd
 blocks (the committed `tiny-trained` model; small blocks so there are several), damaged by the
 mutations of shazip.testing: bit flips, truncation in every region, inserted and deleted
 bytes, header/block/trailer field edits with their crc resealed, payload bytes, blocks swapped,
@@ -48,7 +48,8 @@ def main() -> None:
     data = text[:2000] + random.Random(1).randbytes(600) + text[2000:3000]
     other = text[3000:5000] + random.Random(2).randbytes(600) + text[5000:6000]
     codings = ((frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
-               (frozenset(Method), "cm"), (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams(nn=False)))
+               (frozenset(Method), "cm"), (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams(nn=False)),
+               (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams()))  # every model of the newest stage
     archives, donors = ([shazip.compress(d, model=model, block_size=900, lanes=3, methods=m, adapt=a)
                          for m, a in codings] for d in (data, other))
     rng = random.Random(args.seed)

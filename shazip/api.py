@@ -132,6 +132,7 @@ class Compressor:
         lv = LEVELS[level]
         self.lane_policy = lane_policy(lv, lanes, lv.model and resolve_device(device) != "cpu")
         self.params = _stage_params(adapt, lv)
+        self._for_data = not isinstance(adapt, AdaptiveParams)  # a level's models follow the input's kind
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
         self.threads, self.methods = resolve_threads(threads), methods
@@ -225,21 +226,25 @@ class ShazipCompressor:
         self._frames: list[tuple[int, int]] = []  # (archive bytes, input bytes) of each frame ended: the seek table
         self._done = False
 
-    def _start(self, whole: int | None) -> None:
-        """The archive's header and stage. An input that is one block, of `whole` bytes in all,
-        gets tables sized for it (the header records them)."""
+    def _start(self, first: bytes, whole: int | None) -> None:
+        """The archive's header and stage, from its first block: a level's stage gets its table
+        models only where that block looks like a table, and an input that is one block, of
+        `whole` bytes in all, tables sized for it (the header records both)."""
         c = self._c
         header, params = c.header, c.params
-        if params is not None and whole is not None:
-            params = params.fitted(whole)
-            header = replace(header, adapt_params=params.pack())
+        if params is not None:
+            if c._for_data:
+                params = params.for_data(first)
+            if whole is not None:
+                params = params.fitted(whole)
+            header = replace(header, adapt_version=params.version, adapt_params=params.pack())
         self._stage = _Once(lambda: AdaptiveStage(params)) if params else None
         self._writer = ArchiveWriter(self._out, header)
 
     def _block(self, block: bytes, last: bool = False) -> None:
         c = self._c
         if self._writer is None:
-            self._start(len(block) if last else None)
+            self._start(block, len(block) if last else None)
         from .codec import encode_block  # numpy: imported by the first block, not by an empty input
         with _threads(c.kind, c.threads):
             method, k, payload = encode_block(self._engine, block, c.lane_policy, self._progress, c.methods,
@@ -278,7 +283,7 @@ class ShazipCompressor:
             self._block(bytes(self._pending), last=True)
             self._pending.clear()
         if self._writer is None and not self._frames:  # nothing came
-            self._start(0)
+            self._start(b"", 0)
         if self._writer is not None:
             self._end_frame()
         self._out.write(seektable.pack(self._frames))

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from shazip import _core, core
-from shazip.adaptive import (EXTRA_FLAGS, EXTRAS_OF, PARAMS_BYTES, VERSION, AdaptiveParams, AdaptiveStage,
-                              squash_table)
+from shazip.adaptive import (EXTRA_FLAGS, EXTRAS_OF, PARAMS_BYTES, TABLE_FLAGS, VERSION, AdaptiveParams,
+                              AdaptiveStage, looks_tabular, squash_table)
 from shazip.errors import CorruptArchive
 
 SMALL = AdaptiveParams(table_bits=16, history_bits=16, match_bits=12)  # fast to allocate and copy
@@ -464,7 +464,7 @@ def test_version_5_to_8_headers(version):
     for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 9
+    assert AdaptiveParams().version == VERSION == 10
 
 
 def test_version_9_header():
@@ -604,3 +604,70 @@ def test_version_9_models_round_trip_and_count():
         assert_adds_model(flag, 9, bare)
         assert_refused_without(replace(bare, **{flag: True}), "layered", 9, "the class or state mixer without layered",
                                "class and state mixers need")
+
+
+def test_version_10_header():
+    """A version 10 header is version 9's with its models' bits (19, 20) added to the eleventh
+    byte; version 9 cannot hold them, and a version 10 header without them is damaged."""
+    p, before = AdaptiveParams().at_version(10), AdaptiveParams().at_version(9)
+    assert p.version == 10 and AdaptiveParams.unpack(p.pack(), 10) == p
+    assert p.pack() == before.pack()[:10] + bytes([0b11111]) and len(p.pack()) == PARAMS_BYTES[10] == 11
+    for bad in [before.pack(), p.pack()[:10], p.pack() + b"\x00", before.pack()[:10] + bytes([0b100111])]:
+        with pytest.raises(CorruptArchive):
+            AdaptiveParams.unpack(bad, 10)
+    with pytest.raises(CorruptArchive):
+        AdaptiveParams.unpack(p.pack(), 9)
+
+
+def test_cells_by_hand():
+    """Version 10's cells (split by , tab ; | only) and, before the next byte, the bytes at its
+    offset in the previous cell (left) and in this cell of the line above (up), as 256 + byte or
+    0, with whether the cell so far repeats each (structure_after's items 17-22)."""
+    after = core.load().structure_after
+    cells = lambda data: after(data)[17:]  # noqa: E731
+    # "Liv" repeats the name's first cell-bytes: left is the name's 4th byte, 'i'
+    assert cells(b"00R,Livingston Municipal,Liv") == (2, [0, 4, 25], 256 + ord("i"), True, 0, False)
+    # a cell as long as the one before: left is that cell's separator; a space splits no cell
+    assert cells(b"a b,a b") == (1, [0, 4], 256 + ord(","), True, 0, False)
+    assert cells(b"ab,abc") == (1, [0, 3], 0, False, 0, False)  # past the left cell's separator: none
+    assert cells(b"ab,x")[2:4] == (256 + ord("b"), False)  # one byte that differs ends left_eq
+    # the line above: this cell's byte there (its newline at its end), whatever the widths before
+    assert cells(b"x,KTS,1\nlong,KV") == (1, [8, 13], 256 + ord("n"), False, 256 + ord("S"), False)
+    assert cells(b"x,KTS,1\nlong,KTS") == (1, [8, 13], 256 + ord("g"), False, 256 + ord(","), True)
+    assert cells(b"ab\nab") == (0, [3], 0, False, 256 + ord("\n"), True)
+    assert cells(b"a,b\nc,d,e")[0:2] == (2, [4, 6, 8]) and cells(b"a,b\nc,d,e")[4] == 0  # no cell 2 above
+    assert cells(b"," * 20)[0:1] == (15,)  # at most 16 cells: the last takes the rest
+    # CELL_ORDER's map context (((min(cell, 7) * 2 + up_eq) * 4 + r) * 2 + u) * 8 + k and CELL_LEFT's
+    # band min(cell, 7) * 2 + left_eq; up 'M' = 0b01001101 under "00M" / "00"
+    ctx = core.load().cell_contexts
+    up_m = b"00M,x\n00"
+    assert ctx(up_m, 0, 1) == ((((0 * 2 + 1) * 4 + 1) * 2 + 0) * 8 + 0, 0)  # r = 1 (equal so far), u = 0
+    assert ctx(up_m, 2, 0b101) == ((((0 * 2 + 1) * 4 + 1) * 2 + 0) * 8 + 2, 0)  # bits 01 as up's, its bit 2 is 0
+    assert ctx(up_m, 2, 0b110) == ((((0 * 2 + 1) * 4 + 2) * 2 + 0) * 8 + 2, 0)  # 10 > 01: greater
+    assert ctx(up_m, 2, 0b100) == ((((0 * 2 + 1) * 4 + 3) * 2 + 0) * 8 + 2, 0)  # 00 < 01: less
+    assert ctx(up_m, 1, 0b10) == ((((0 * 2 + 1) * 4 + 1) * 2 + 1) * 8 + 1, 0)  # equal, up's bit 1 is 1
+    assert ctx(b"x,y", 3, 0b1010) == (((2 * 4 + 0) * 2 + 0) * 8 + 3, 1 * 2 + 0)  # cell 1, no up: r = u = 0
+    assert ctx(b"ab,a", 0, 1)[1] == 1 * 2 + 1  # cell 1 repeating the cell before
+    assert ctx(b"," * 12 + b"\n" + b"," * 12, 0, 1) == ((((7 * 2 + 1) * 4 + 1) * 2 + 0) * 8, 7 * 2 + 1)
+
+
+def test_version_10_models_round_trip_and_count():
+    """Each table model on version 9's stage, and on version 1's models without the match model or
+    the column model (the history ring is then theirs)."""
+    for flag in TABLE_FLAGS:
+        assert_adds_model(flag, 10, replace(SMALL.at_version(1), match=False, column=False))
+
+
+def test_table_models_follow_the_input():
+    """A level's stage keeps version 10's table models for a table and leaves them out elsewhere
+    (its archive is then version 9's, byte for byte); explicit parameters are kept as they are."""
+    rows = b"".join(b"%d,KX%c,Town %d,AK,%.4f\n" % (i, 65 + i % 26, i % 7, i / 7) for i in range(40))
+    assert looks_tabular(rows) and looks_tabular(rows.replace(b",", b"\t"))
+    prose = b"".join(b"so, " * (i % 4) + b"the wind blew; it was cold\n" for i in range(40))
+    assert not looks_tabular(prose)  # commas, but never as many as in the line before
+    assert not looks_tabular(b"one, two, three\nfour\n" * 40)
+    assert looks_tabular(b"one, two, three\n" * 40)  # a count kept from line to line
+    assert not looks_tabular(rows.split(b"\n", 3)[0] + b"\n")  # too few lines to tell
+    assert AdaptiveParams().for_data(rows) == AdaptiveParams()
+    assert AdaptiveParams().for_data(prose) == AdaptiveParams().at_version(9)
+    assert AdaptiveParams().at_version(1).for_data(rows) == AdaptiveParams().at_version(1)

@@ -593,8 +593,10 @@ def test_interrupt_leaves_no_output(tmp_path, slow_archive, random_model_path, t
     else:
         src = write(tmp_path, "big.txt.shz", slow_archive)
     before = src.read_bytes()
+    # the signals' default handling, as at a terminal: a test run in the background inherits SIGINT ignored
     p = subprocess.Popen([sys.executable, "-m", "shazip", command, str(src), "--model", str(random_model_path),
-                          "-q"] + (["--block-size", "20000"] if command == "compress" else []), stderr=subprocess.PIPE)
+                          "-q"] + (["--block-size", "20000"] if command == "compress" else []), stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while not any(f.name.endswith(".tmp") for f in tmp_path.iterdir()):  # wait until it is writing
         assert p.poll() is None and time.time() < deadline, f"{command} ended before it could be interrupted"

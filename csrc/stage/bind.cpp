@@ -46,23 +46,42 @@ py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const 
 // field_above, field_eq, the current field's hash, the digits ending there, mixer 3's weight set
 // at bit 0 with DIGITS, NUMBER's digits before the point, after it and whether it has one, and
 // CLASS_MIX's and STATE_MIX's weight sets at bit 0)
-py::tuple structure_after(const py::bytes& data) {
-  const std::string s(data);
+// A lane's state after `data` with every model on, and the context bytes formed for the next byte
+Lane lane_after(const std::string& s) {
   Lane L;
   auto byte_at = [&](u32 q) { return int(u8(s[q])); };
   int before = 0;
   for (unsigned char c : s) {
     L.above = Stage::field_above(L, byte_at);
+    Stage::cells_before(L, byte_at);
     ++L.coded;
     L.hist = L.hist << 8 | c;
     Stage::structure(L, c, before, EXTRAS_ALL);
     before = c;
   }
+  L.above = Stage::field_above(L, byte_at);
+  Stage::cells_before(L, byte_at);
+  return L;
+}
+
+py::tuple structure_after(const py::bytes& data) {
+  const std::string s(data);
+  const Lane L = lane_after(s);
+  auto byte_at = [&](u32 q) { return int(u8(s[q])); };
   std::vector<u32> starts(L.field_start.begin(), L.field_start.begin() + L.field + 1);
   std::vector<u32> prev(L.prev_field_start.begin(), L.prev_field_start.begin() + L.prev_fields);
   return py::make_tuple(L.field, starts, prev, L.stack, L.depth, L.quoted, L.shape, Stage::field_above(L, byte_at),
                         L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true), L.num_int, L.num_frac,
-                        L.num_point, Stage::class_set(L, 0), Stage::state_set(L, 0));
+                        L.num_point, Stage::class_set(L, 0), Stage::state_set(L, 0), L.cell,
+                        std::vector<u32>(L.cell_start.begin(), L.cell_start.begin() + L.cell + 1), L.left, L.left_eq,
+                        L.up, L.up_eq);
+}
+
+// CELL_ORDER's and CELL_LEFT's map contexts after `data`, at bit k with the bits so far c0
+py::tuple cell_contexts(const py::bytes& data, int k, int c0) {
+  require(k >= 0 && k < 8 && c0 >> k == 1, "bit k in 0..7 and c0 with k bits after its leading 1");
+  const Lane L = lane_after(std::string(data));
+  return py::make_tuple(Stage::order_context(L, k, c0), Stage::left_band(L));
 }
 
 // RECOVER's state after byte c: (ptr, len, misses) from the recovering match's (ptr, len, misses)
@@ -175,6 +194,7 @@ void bind_stage(py::module_& m) {
   m.def("mixer_step", &mixer_step, py::arg("stage"), py::arg("w"), py::arg("x"), py::arg("y"), py::arg("lr"),
         py::arg("warm") = 0, py::arg("seen") = 0);
   m.def("structure_after", &structure_after);
+  m.def("cell_contexts", &cell_contexts);
   m.def("byte_class", [](int c) {
     require(c >= 0 && c < 256, "a byte");
     return Stage::byte_class(c);

@@ -171,6 +171,26 @@
 //                  inside a string * 2 + in a number) * 8 + k; the final mixer's next input.
 //   final mixer    inputs x_1 .. x_4, then CLASS_MIX's and STATE_MIX's (those present); initial
 //                  weights floor(65536 / its inputs) each (16384 for 4, version 8's).
+// VERSION 10 adds two for tables, bits 19 and 20 of extras (0 gives version 9's stage, unchanged):
+//   cells          a line's cell k + 1 starts after its k-th ',', '\t', ';' or '|' (the columns of a
+//                  table, whatever spaces their values hold), at most 16 cells (the last takes the
+//                  rest). Before each byte, at offset o of its cell: left = 256 + the byte at offset o
+//                  of the previous cell in this line while o is within that cell (its separator
+//                  included), else 0 (also in cell 0, and when the decoder cannot know the byte); up
+//                  = 256 + the byte at offset o of this cell in the lane's previous line while o is
+//                  within it (its separator or newline included), else 0. left_eq (up_eq): every
+//                  byte of the cell so far equalled its left (up); both true at a cell's start.
+//   CELL_LEFT      a context model after PREDICTED's: hash of left << 24 | left_eq << 20 | cell << 8
+//                  | c1 (a city repeating the airport's name). And two inputs after CELL_ORDER's, as
+//                  a match model's for the predicted byte left & 255 (none while left = 0): the stretch
+//                  of its own map's P16 (context 0 without a prediction or once it disagrees with the
+//                  bits so far, else 2 * (min(cell, 7) * 2 + left_eq) + expected bit; cells start at
+//                  2**21) and +-min(32 * 8, 2047) = +-256 by the expected bit.
+//   CELL_ORDER     one input after LINE_MATCH's: the stretch of a map's P16 (cells start at 2**21) in
+//                  context (((min(cell, 7) * 2 + up_eq) * 4 + r) * 2 + u) * 8 + k, where r = 0 without
+//                  up, else 1 while the bits so far equal up's first k bits, 2 once greater, 3 once
+//                  less; u = up's bit k (0 without up): a sorted column or a counter goes on above the
+//                  byte above.
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -214,7 +234,10 @@ enum Extra : u32 {
   PREDICTED = 65536,  // version 9: a match's predicted byte and the one before it, with c1 and a number's places
   CLASS_MIX = 131072,  // version 9: a mixer by the classes of the last two bytes
   STATE_MIX = 262144,  // version 9: a mixer by the field, the brackets' depth, quoting and being in a number
-  EXTRAS_ALL = 524287,
+  CELL_LEFT = 524288,    // version 10: the byte at this offset of the line's previous cell (a table's column)
+  CELL_ORDER = 1048576,  // version 10: the bits so far against the byte above in the cell (sorted columns, counters)
+  CELLS = CELL_LEFT | CELL_ORDER,
+  EXTRAS_ALL = 2097151,
 };
 
 struct Params {
@@ -244,7 +267,10 @@ constexpr u32 LINE_LENS = 16;  // its maps' contexts: min(len, 15)
 constexpr int LINE_MATCHERS = 2;  // one takes candidates in this line, one also in the line before
 constexpr u32 CLASS_SETS = 32;  // CLASS_MIX: byte_class's classes
 constexpr u32 STATE_SETS = FIELDS_MAX * 16;  // STATE_MIX: by the field (16), depth (4), quoting and number
-constexpr u32 NUM_PLACES = 15;  // NUMBER: a number's digits before and after its point are counted to at most this
+constexpr u32 NUM_PLACES = 15;
+constexpr u32 CELLS_MAX = 16;  // CELL_*: cells of a line tracked (the last takes the rest)
+constexpr u32 ORDER_CELLS = 8;  // CELL_ORDER's and CELL_LEFT's maps tell cells 0..6 and 7 or later apart
+constexpr u32 LEFT_LEN = 8;  // CELL_LEFT's predicted byte counts as a match of this length  // NUMBER: a number's digits before and after its point are counted to at most this
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -284,6 +310,13 @@ struct Lane {
   // NUMBER: the current number's digits before its point and after it (0: not in a number)
   u32 num_int = 0, num_frac = 0;
   bool num_point = false;
+  // CELL_*: the current cell, this line's cell starts and the previous line's; the bytes at this
+  // offset of the previous cell (left) and of this cell in the line above (up: 256 + byte, 0:
+  // none), formed before each byte, and whether every byte of the cell so far equalled its own
+  u32 cell = 0, prev_cells = 0;
+  std::array<u32, CELLS_MAX> cell_start{}, prev_cell_start{};
+  u32 left = 0, up = 0;
+  bool left_eq = true, up_eq = true;
 };
 
 // Where a byte is being coded: which history bytes are already known to the decoder
@@ -321,6 +354,7 @@ class Stage {
     if (p.has(NUMBER)) orders.push_back(NUMBER_CTX);
     if (p.has(RECORD)) orders.push_back(RECORD_CTX);
     if (p.has(PREDICTED)) orders.push_back(PREDICTED_CTX);
+    if (p.has(CELL_LEFT)) orders.push_back(LEFT_CTX);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
     if ((p.has(CLASS_MIX) || p.has(STATE_MIX)) && !p.has(LAYERED))
@@ -337,7 +371,7 @@ class Stage {
       maps_.emplace_back(256, 0);
       std::copy(init.begin(), init.end(), maps_.back().cells().begin());
     }
-    if (p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ) || p.has(LINE_MATCH)) ring_.assign(size_t(1) << p.history_bits, 0);
+    if (p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ) || p.has(LINE_MATCH) || p.has(CELLS)) ring_.assign(size_t(1) << p.history_bits, 0);
     if (p.match) {
       heads_.assign(size_t(1) << p.match_bits, 0);
       matchers_ = p.has(LOCAL_MATCH) ? 2 : 1;
@@ -349,7 +383,10 @@ class Stage {
     }
     if (p.has(RECOVER))
       recover_map_ = StateMap(2 * (1 + RECOVER_LENS * RECOVER_MISS_BANDS), u32(1) << (P22_BITS - 1 + COUNT_BITS));
-    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + 2 * matchers_ + 2 * p.has(RECOVER) + 2 * p.has(LINE_MATCH) + 1;  // + bias
+    if (p.has(CELL_LEFT)) left_map_ = StateMap(2 * 2 * ORDER_CELLS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
+    if (p.has(CELL_ORDER)) order_map_ = StateMap(ORDER_CELLS * 2 * 4 * 2 * 8, u32(1) << (P22_BITS - 1 + COUNT_BITS));
+    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + 2 * matchers_ + 2 * p.has(RECOVER) + 2 * p.has(LINE_MATCH) +
+                p.has(CELL_ORDER) + 2 * p.has(CELL_LEFT) + 1;  // + bias
     if (n_inputs_ > MAX_INPUTS) throw std::invalid_argument("too many context models");
     std::vector<i32> w(n_inputs_, p.nn ? 0 : 16384);
     if (p.nn) w[0] = 65536;
@@ -385,6 +422,7 @@ class Stage {
       if (c == marks[i]) return 4 + i;
     return 31;
   }
+  static bool cell_separator(int c) { return c == ',' || c == '\t' || c == ';' || c == '|'; }
   static bool separator(int c) {
     switch (c) {
       case ' ': case '\t': case ',': case ';': case '|': case ':': case '=': case '"': case '\'':
@@ -402,6 +440,34 @@ class Stage {
     const u32 end = L.field + 1 < L.prev_fields ? L.prev_field_start[L.field + 1] : L.line;
     const int c = q < end ? byte_at(q) : -1;
     return c < 0 ? 0 : 256 | u32(c);
+  }
+  // CELL_*'s left and up before the next byte (256 + byte, 0: none; byte_at(lane offset) is -1 where
+  // the decoder cannot know the byte)
+  template <class ByteAt>
+  static void cells_before(Lane& L, ByteAt&& byte_at) {
+    const u32 o = L.coded - L.cell_start[L.cell];
+    const auto at = [&](u32 q, u32 end) {
+      const int c = q < end ? byte_at(q) : -1;
+      return c < 0 ? 0 : 256 | u32(c);
+    };
+    L.left = L.cell > 0 ? at(L.cell_start[L.cell - 1] + o, L.cell_start[L.cell]) : 0;
+    L.up = 0;
+    if (L.cell < L.prev_cells) {
+      const u32 end = L.cell + 1 < L.prev_cells ? L.prev_cell_start[L.cell + 1] : L.line;
+      L.up = at(L.prev_cell_start[L.cell] + o, end);
+    }
+  }
+  // CELL_LEFT's map context but the expected bit (a predicted byte is only in cells 1 and later)
+  static size_t left_band(const Lane& L) { return size_t(std::min(L.cell, ORDER_CELLS - 1) * 2 + u32(L.left_eq)); }
+  // CELL_ORDER's map context at bit k, c0 the bits so far
+  static size_t order_context(const Lane& L, int k, int c0) {
+    int r = 0, u = 0;
+    if (L.up) {
+      const int above = int(L.up >> (8 - k));  // 1 followed by up's first k bits, as c0
+      r = above == c0 ? 1 : c0 > above ? 2 : 3;
+      u = int(L.up >> (7 - k)) & 1;
+    }
+    return size_t((((std::min(L.cell, ORDER_CELLS - 1) * 2 + u32(L.up_eq)) * 4 + u32(r)) * 2 + u32(u)) * 8 + u32(k));
   }
   // the recovering match R after byte c: r, its predicted byte (-1: none the decoder knows); M, the
   // match models' matches and their predicted bytes (-1: none)
@@ -449,6 +515,20 @@ class Stage {
         L.field_start[++L.field] = L.coded;
       } else {
         L.field_eq = eq;
+      }
+    }
+    if (extras & CELLS) {
+      const bool left_eq = L.left_eq && L.left == (256 | u32(c)), up_eq = L.up_eq && L.up == (256 | u32(c));
+      L.left_eq = L.up_eq = true;
+      if (c == '\n') {
+        L.prev_cell_start = L.cell_start;
+        L.prev_cells = L.cell + 1;
+        L.cell = 0;
+        L.cell_start[0] = L.coded;
+      } else if (cell_separator(c) && L.cell + 1 < CELLS_MAX) {
+        L.cell_start[++L.cell] = L.coded;
+      } else {
+        L.left_eq = left_eq, L.up_eq = up_eq;
       }
     }
     if (extras & DIGITS) L.digits = c >= '0' && c <= '9' ? std::min(L.digits + 1, DIGITS_MAX) : 0;
@@ -539,6 +619,11 @@ class Stage {
         const u64 pa = at.base + b * at.span + q;
         return valid(pa, at) ? int(ring_[pa & ring_mask()]) : -1;
       });
+    if (prm_.has(CELLS))
+      cells_before(L, [&](u32 q) {
+        const u64 pa = at.base + b * at.span + q;
+        return valid(pa, at) ? int(ring_[pa & ring_mask()]) : -1;
+      });
     u32 ctx[MAX_INPUTS];
     for (int i = 0; i < nm; ++i) {
       const int o = models_[i].order;
@@ -558,6 +643,7 @@ class Stage {
           break;
         case RECORD_CTX: bytes = u64(hash32(L.prev_word + hash32(L.word2))) << 32 | (L.value ? L.value : c1); break;
         case PREDICTED_CTX: bytes = predicted_context(L, at, expect[0], rexpect, lexpect[0]); break;
+        case LEFT_CTX: bytes = u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1; break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
         case LOCAL6: bytes = u64(b) << 48 | (L.hist & 0xFFFFFFFFFFFF); break;
@@ -626,6 +712,11 @@ class Stage {
         mcx[m] = byte_inputs(tb, match_map_[m], expect[m], size_t(band[m]), L.match[m].len, k, c0, x, n);
       if (prm_.has(RECOVER)) rcx = byte_inputs(tb, recover_map_, rexpect, rband, R.len, k, c0, x, n);
       if (prm_.has(LINE_MATCH)) lcx = byte_inputs(tb, line_map_, lbyte, lband, LM.len, k, c0, x, n);
+      const size_t ocx = prm_.has(CELL_ORDER) ? order_context(L, k, c0) : 0;
+      if (prm_.has(CELL_ORDER)) x[n++] = tb.st(order_map_.p16(ocx));
+      size_t lfx = 0;  // CELL_LEFT's map context
+      if (prm_.has(CELL_LEFT))
+        lfx = byte_inputs(tb, left_map_, L.left ? int(L.left & 255) : -1, left_band(L), LEFT_LEN, k, c0, x, n);
       x[n++] = 256;  // bias
       // weight sets by bit position and match length, and by the partial byte (LAYERED: also by
       // c1 and by how many contexts are known, then a final mixer)
@@ -680,6 +771,8 @@ class Stage {
       for (int m = 0; m < matchers_; ++m) match_map_[m].update(tb, mcx[m], y, COUNT_LIMIT_MAX);
       if (prm_.has(RECOVER)) recover_map_.update(tb, rcx, y, COUNT_LIMIT_MAX);
       if (prm_.has(LINE_MATCH)) line_map_.update(tb, lcx, y, COUNT_LIMIT_MAX);
+      if (prm_.has(CELL_ORDER)) order_map_.update(tb, ocx, y, COUNT_LIMIT_MAX);
+      if (prm_.has(CELL_LEFT)) left_map_.update(tb, lfx, y, COUNT_LIMIT_MAX);
       c0 = c0 * 2 + y;
       j = j * 2 + y;
     }
@@ -836,7 +929,7 @@ class Stage {
   };
   static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
                        LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21,
-                       PREDICTED_CTX = 22;
+                       PREDICTED_CTX = 22, LEFT_CTX = 23;
   static constexpr int FINAL_INPUTS = 6;  // mixers 1-4, CLASS_MIX's, STATE_MIX's
 
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
@@ -849,6 +942,8 @@ class Stage {
   StateMap line_map_;  // LINE_MATCH: by the matcher, its length, the line of its ptr and the expected bit
   std::vector<u64> line_heads_;  // LINE_MATCH: position + 1 of the byte after each lane's 2-byte context
   StateMap recover_map_;  // RECOVER: by the recovering match's length, misses and expected bit
+  StateMap order_map_;  // CELL_ORDER: by the cell, up_eq, the bits so far against up's, up's bit and k
+  StateMap left_map_;  // CELL_LEFT: by the cell, left_eq and the expected bit
   std::vector<u8> ring_;
   std::vector<u64> heads_;
   Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, final_;
