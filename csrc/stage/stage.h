@@ -267,10 +267,10 @@ constexpr u32 LINE_LENS = 16;  // its maps' contexts: min(len, 15)
 constexpr int LINE_MATCHERS = 2;  // one takes candidates in this line, one also in the line before
 constexpr u32 CLASS_SETS = 32;  // CLASS_MIX: byte_class's classes
 constexpr u32 STATE_SETS = FIELDS_MAX * 16;  // STATE_MIX: by the field (16), depth (4), quoting and number
-constexpr u32 NUM_PLACES = 15;
+constexpr u32 NUM_PLACES = 15;  // NUMBER: a number's digits before and after its point are counted to at most this
 constexpr u32 CELLS_MAX = 16;  // CELL_*: cells of a line tracked (the last takes the rest)
 constexpr u32 ORDER_CELLS = 8;  // CELL_ORDER's and CELL_LEFT's maps tell cells 0..6 and 7 or later apart
-constexpr u32 LEFT_LEN = 8;  // CELL_LEFT's predicted byte counts as a match of this length  // NUMBER: a number's digits before and after its point are counted to at most this
+constexpr u32 LEFT_LEN = 8;  // CELL_LEFT's predicted byte counts as a match of this length
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -383,7 +383,7 @@ class Stage {
     }
     if (p.has(RECOVER))
       recover_map_ = StateMap(2 * (1 + RECOVER_LENS * RECOVER_MISS_BANDS), u32(1) << (P22_BITS - 1 + COUNT_BITS));
-    if (p.has(CELL_LEFT)) left_map_ = StateMap(2 * 2 * ORDER_CELLS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
+    if (p.has(CELL_LEFT)) left_map_ = StateMap(2 * ORDER_CELLS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
     if (p.has(CELL_ORDER)) order_map_ = StateMap(ORDER_CELLS * 2 * 4 * 2 * 8, u32(1) << (P22_BITS - 1 + COUNT_BITS));
     n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + 2 * matchers_ + 2 * p.has(RECOVER) + 2 * p.has(LINE_MATCH) +
                 p.has(CELL_ORDER) + 2 * p.has(CELL_LEFT) + 1;  // + bias
