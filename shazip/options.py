@@ -56,9 +56,9 @@ class Level:
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
 
 
-LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 10, ONE_LANE), 3: Level(True, 10, 2048),
-          4: Level(True, 10, 4096), 5: Level(True, 10, 8192), 6: Level(True, 10, 16384), 7: Level(True, 10, 65536),
-          8: Level(True, 10, 262144), 9: Level(True, 10, ONE_LANE)}
+LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 11, ONE_LANE), 3: Level(True, 11, 2048),
+          4: Level(True, 11, 4096), 5: Level(True, 11, 8192), 6: Level(True, 11, 16384), 7: Level(True, 11, 65536),
+          8: Level(True, 11, 262144), 9: Level(True, 11, ONE_LANE)}
 DEFAULT_LEVEL = 6
 
 

@@ -464,7 +464,7 @@ def test_version_5_to_8_headers(version):
     for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 10
+    assert AdaptiveParams().version == VERSION == 11
 
 
 def test_version_9_header():
@@ -624,7 +624,7 @@ def test_cells_by_hand():
     offset in the previous cell (left) and in this cell of the line above (up), as 256 + byte or
     0, with whether the cell so far repeats each (structure_after's items 17-22)."""
     after = core.load().structure_after
-    cells = lambda data: after(data)[17:]  # noqa: E731
+    cells = lambda data: after(data)[17:23]  # noqa: E731
     # "Liv" repeats the name's first cell-bytes: left is the name's 4th byte, 'i'
     assert cells(b"00R,Livingston Municipal,Liv") == (2, [0, 4, 25], 256 + ord("i"), True, 0, False)
     # a cell as long as the one before: left is that cell's separator; a space splits no cell
@@ -669,5 +669,39 @@ def test_table_models_follow_the_input():
     assert looks_tabular(b"one, two, three\n" * 40)  # a count kept from line to line
     assert not looks_tabular(rows.split(b"\n", 3)[0] + b"\n")  # too few lines to tell
     assert AdaptiveParams().for_data(rows) == AdaptiveParams()
-    assert AdaptiveParams().for_data(prose) == AdaptiveParams().at_version(9)
+    assert AdaptiveParams().for_data(prose) == replace(AdaptiveParams(), cell_left=False, cell_order=False)
+    assert AdaptiveParams().at_version(10).for_data(prose) == AdaptiveParams().at_version(9)
     assert AdaptiveParams().at_version(1).for_data(rows) == AdaptiveParams().at_version(1)
+
+
+def test_version_11_header():
+    """A version 11 header is version 10's with its model's bit (21) added to the eleventh byte;
+    version 10 cannot hold it, and a version 11 header without it is damaged."""
+    p, before = AdaptiveParams().at_version(11), AdaptiveParams().at_version(10)
+    assert p.version == 11 and AdaptiveParams.unpack(p.pack(), 11) == p
+    assert p.pack() == before.pack()[:10] + bytes([0b111111]) and len(p.pack()) == PARAMS_BYTES[11] == 11
+    for bad in [before.pack(), p.pack()[:10], p.pack() + b"\x00", before.pack()[:10] + bytes([0b1011111])]:
+        with pytest.raises(CorruptArchive):
+            AdaptiveParams.unpack(bad, 11)
+    with pytest.raises(CorruptArchive):
+        AdaptiveParams.unpack(p.pack(), 10)
+
+
+def test_last_number_by_hand():
+    """Version 11's last number (structure_after's item 23): the digits before its point << 8 | the
+    first two of them, once a byte ends it; 0 before any number has ended."""
+    last = lambda data: core.load().structure_after(data)[23]  # noqa: E731
+    assert last(b"x 307,") == 3 << 8 | 30
+    assert last(b'"Horsepower":130,\n') == 3 << 8 | 13
+    assert last(b"x 1.5 ") == 1 << 8 | 1  # the digits after the point do not count
+    assert last(b"12.34.5") == 2 << 8 | 12  # a second point ends the number; "5" has not ended
+    assert last(b"a 9 b") == 1 << 8 | 9
+    assert last(b"12345x") == 5 << 8 | 12
+    assert last(b"7" * 20 + b" ") == 15 << 8 | 77  # its digits counted to 15
+    assert last(b"1") == 0 and last(b"abc") == 0
+    assert last(b"10 20 x") == 2 << 8 | 20  # the latest
+
+
+def test_version_11_model_round_trips_and_counts():
+    """The last-number context on version 10's stage and on version 1's models."""
+    assert_adds_model("last_number", 11, SMALL.at_version(1))

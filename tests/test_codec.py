@@ -4,6 +4,7 @@ method, each refused with an error that names the block."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -253,13 +254,13 @@ def test_golden_mixed_archives(trained, text):
     assert payloads[0] == payloads[1] == payloads[2]
 
 
-@pytest.mark.parametrize("version", [2, 3, 4, 5, 6, 7, 8, 9, 10])
-def test_golden_stage_version_2_to_10_archives(trained, text, version):
+@pytest.mark.parametrize("version", [2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+def test_golden_stage_version_2_to_11_archives(trained, text, version):
     """Stage versions 2 (the structured-text models), 3 (the match context), 4 (field values,
     repeats of the line above, the match APM), 5 (mixer sets by a number's digits), 6 (the
     recovering match), 7 (the line matches), 8 (the number and record contexts), 9 (the
-    predicted-byte context, the class and state mixers; on by default) and 10 (the table models;
-    on by default for tables): the same two calls as the version 1 golden files, frozen in
+    predicted-byte context, the class and state mixers; on by default), 10 (the table models; on
+    by default for tables) and 11 (the last-number context): the same two calls as the version 1 golden files, frozen in
     golden-mixed-sV.shz and golden-solo-sV.shz; each version's parameters without its models
     write the version before's."""
     adapt = AdaptiveParams().at_version(version)
@@ -272,16 +273,18 @@ def test_golden_stage_version_2_to_10_archives(trained, text, version):
 
 
 def test_a_level_uses_the_table_models_for_a_table_only(trained, text):
-    """At the default level a CSV is coded by stage version 10 (its table models on) and prose by
-    version 9, whose archive is the same bytes as version 9's parameters give; both round-trip."""
+    """At the default level a CSV is coded with stage version 10's table models and prose without
+    them (the same bytes as those parameters give); both round-trip."""
     table = b"".join(b"%d,K%c%c,Town %d,AK,%.5f,-%.5f\n" % (i, 65 + i // 26 % 26, 65 + i % 26, i % 9, 50 + i / 97,
                                                        140 + i / 89) for i in range(150))
-    for data, version in ((table, 10), (text[:6000], 9)):
+    for data, tables in ((table, True), (text[:6000], False)):
         blob = shazip.compress(data, model=trained, lanes=2, methods=frozenset({Method.MIXED}))
-        assert describe(io.BytesIO(blob))[0]["adapt_version"] == version
+        head = describe(io.BytesIO(blob))[0]
+        params = AdaptiveParams.unpack(bytes.fromhex(head["adapt_params"]), head["adapt_version"])
+        assert params.cell_left is params.cell_order is tables and params.last_number
         assert shazip.decompress(blob, model=trained) == data
     assert blob == shazip.compress(text[:6000], model=trained, lanes=2, methods=frozenset({Method.MIXED}),
-                                   adapt=AdaptiveParams().at_version(9))
+                                   adapt=replace(AdaptiveParams(), cell_left=False, cell_order=False))
 
 
 def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, text):

@@ -74,7 +74,7 @@ py::tuple structure_after(const py::bytes& data) {
                         L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true), L.num_int, L.num_frac,
                         L.num_point, Stage::class_set(L, 0), Stage::state_set(L, 0), L.cell,
                         std::vector<u32>(L.cell_start.begin(), L.cell_start.begin() + L.cell + 1), L.left, L.left_eq,
-                        L.up, L.up_eq);
+                        L.up, L.up_eq, L.last_num);
 }
 
 // CELL_ORDER's and CELL_LEFT's map contexts after `data`, at bit k with the bits so far c0

@@ -191,6 +191,14 @@
 //                  up, else 1 while the bits so far equal up's first k bits, 2 once greater, 3 once
 //                  less; u = up's bit k (0 without up): a sorted column or a counter goes on above the
 //                  byte above.
+// VERSION 11 adds one, bit 21 of extras (0 gives version 10's stage, unchanged):
+//   number         tracked also for LAST_NUMBER; and lead = the first two digits of a number's
+//                  integer part (its first digit d: lead = d; its second: lead = lead * 10 + d);
+//                  when a byte ends a number (num_int > 0), last = num_int << 8 | lead.
+//   LAST_NUMBER    a context model after CELL_LEFT's: hash of hash32(prev_word + last *
+//                  0x9E3779B1) << 32 | (FIELD_VALUE's v, or c1 while v = 0; v is tracked for
+//                  LAST_NUMBER too): a value by its key and the number before it (a car's
+//                  horsepower by its displacement, a longitude by the latitude, a list's next item).
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -237,7 +245,8 @@ enum Extra : u32 {
   CELL_LEFT = 524288,    // version 10: the byte at this offset of the line's previous cell (a table's column)
   CELL_ORDER = 1048576,  // version 10: the bits so far against the byte above in the cell (sorted columns, counters)
   CELLS = CELL_LEFT | CELL_ORDER,
-  EXTRAS_ALL = 2097151,
+  LAST_NUMBER = 2097152,  // version 11: the field so far by the word before it and the last number's size and lead
+  EXTRAS_ALL = 4194303,
 };
 
 struct Params {
@@ -317,6 +326,9 @@ struct Lane {
   std::array<u32, CELLS_MAX> cell_start{}, prev_cell_start{};
   u32 left = 0, up = 0;
   bool left_eq = true, up_eq = true;
+  // LAST_NUMBER: the current number's first two digits, and the last number's digits before its
+  // point << 8 | their lead (0: none yet)
+  u32 lead = 0, last_num = 0;
 };
 
 // Where a byte is being coded: which history bytes are already known to the decoder
@@ -355,6 +367,7 @@ class Stage {
     if (p.has(RECORD)) orders.push_back(RECORD_CTX);
     if (p.has(PREDICTED)) orders.push_back(PREDICTED_CTX);
     if (p.has(CELL_LEFT)) orders.push_back(LEFT_CTX);
+    if (p.has(LAST_NUMBER)) orders.push_back(LAST_NUMBER_CTX);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
     if ((p.has(CLASS_MIX) || p.has(STATE_MIX)) && !p.has(LAYERED))
@@ -532,8 +545,11 @@ class Stage {
       }
     }
     if (extras & DIGITS) L.digits = c >= '0' && c <= '9' ? std::min(L.digits + 1, DIGITS_MAX) : 0;
-    if (extras & (NUMBER | PREDICTED | STATE_MIX)) {
+    if (extras & (NUMBER | PREDICTED | STATE_MIX | LAST_NUMBER)) {
       const bool digit = c >= '0' && c <= '9';
+      if (digit && !L.num_point && L.num_int < 2) L.lead = (L.num_int ? L.lead * 10 : 0) + u32(c - '0');
+      const bool ends = !digit && !(c == '.' && L.num_int && !L.num_point);
+      if (ends && L.num_int) L.last_num = L.num_int << 8 | L.lead;
       if (digit) {
         if (L.num_point) L.num_frac += L.num_frac < NUM_PLACES;
         else L.num_int += L.num_int < NUM_PLACES;
@@ -543,7 +559,7 @@ class Stage {
         L.num_int = L.num_frac = 0, L.num_point = false;
       }
     }
-    if (extras & (FIELD_VALUE | RECORD)) L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
+    if (extras & (FIELD_VALUE | RECORD | LAST_NUMBER)) L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
     if (c == '\n') {
       L.prev_line = L.line;
       L.line = L.coded;
@@ -643,6 +659,7 @@ class Stage {
           break;
         case RECORD_CTX: bytes = u64(hash32(L.prev_word + hash32(L.word2))) << 32 | (L.value ? L.value : c1); break;
         case PREDICTED_CTX: bytes = predicted_context(L, at, expect[0], rexpect, lexpect[0]); break;
+        case LAST_NUMBER_CTX: bytes = u64(hash32(L.prev_word + L.last_num * 0x9E3779B1u)) << 32 | (L.value ? L.value : c1); break;
         case LEFT_CTX: bytes = u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1; break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
@@ -929,7 +946,7 @@ class Stage {
   };
   static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
                        LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21,
-                       PREDICTED_CTX = 22, LEFT_CTX = 23;
+                       PREDICTED_CTX = 22, LEFT_CTX = 23, LAST_NUMBER_CTX = 24;
   static constexpr int FINAL_INPUTS = 6;  // mixers 1-4, CLASS_MIX's, STATE_MIX's
 
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
