@@ -606,17 +606,19 @@ def test_version_9_models_round_trip_and_count():
                                "class and state mixers need")
 
 
-def test_version_10_header():
-    """A version 10 header is version 9's with its models' bits (19, 20) added to the eleventh
-    byte; version 9 cannot hold them, and a version 10 header without them is damaged."""
-    p, before = AdaptiveParams().at_version(10), AdaptiveParams().at_version(9)
-    assert p.version == 10 and AdaptiveParams.unpack(p.pack(), 10) == p
-    assert p.pack() == before.pack()[:10] + bytes([0b11111]) and len(p.pack()) == PARAMS_BYTES[10] == 11
-    for bad in [before.pack(), p.pack()[:10], p.pack() + b"\x00", before.pack()[:10] + bytes([0b100111])]:
+@pytest.mark.parametrize("version, bits, unknown", [(10, 0b11111, 0b100111), (11, 0b111111, 0b1011111)])
+def test_version_10_and_11_headers(version, bits, unknown):
+    """A version 10 (11) header is the version before's with its models' bits (19 and 20; 21) added
+    to the eleventh byte; the version before cannot hold them, and a header without them, or with
+    a later version's bit, is damaged."""
+    p, before = AdaptiveParams().at_version(version), AdaptiveParams().at_version(version - 1)
+    assert p.version == version and AdaptiveParams.unpack(p.pack(), version) == p
+    assert p.pack() == before.pack()[:10] + bytes([bits]) and len(p.pack()) == PARAMS_BYTES[version] == 11
+    for bad in [before.pack(), p.pack()[:10], p.pack() + b"\x00", before.pack()[:10] + bytes([unknown])]:
         with pytest.raises(CorruptArchive):
-            AdaptiveParams.unpack(bad, 10)
+            AdaptiveParams.unpack(bad, version)
     with pytest.raises(CorruptArchive):
-        AdaptiveParams.unpack(p.pack(), 9)
+        AdaptiveParams.unpack(p.pack(), version - 1)
 
 
 def test_cells_by_hand():
@@ -672,19 +674,6 @@ def test_table_models_follow_the_input():
     assert AdaptiveParams().for_data(prose) == replace(AdaptiveParams(), cell_left=False, cell_order=False)
     assert AdaptiveParams().at_version(10).for_data(prose) == AdaptiveParams().at_version(9)
     assert AdaptiveParams().at_version(1).for_data(rows) == AdaptiveParams().at_version(1)
-
-
-def test_version_11_header():
-    """A version 11 header is version 10's with its model's bit (21) added to the eleventh byte;
-    version 10 cannot hold it, and a version 11 header without it is damaged."""
-    p, before = AdaptiveParams().at_version(11), AdaptiveParams().at_version(10)
-    assert p.version == 11 and AdaptiveParams.unpack(p.pack(), 11) == p
-    assert p.pack() == before.pack()[:10] + bytes([0b111111]) and len(p.pack()) == PARAMS_BYTES[11] == 11
-    for bad in [before.pack(), p.pack()[:10], p.pack() + b"\x00", before.pack()[:10] + bytes([0b1011111])]:
-        with pytest.raises(CorruptArchive):
-            AdaptiveParams.unpack(bad, 11)
-    with pytest.raises(CorruptArchive):
-        AdaptiveParams.unpack(p.pack(), 10)
 
 
 def test_last_number_by_hand():
