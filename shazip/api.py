@@ -97,7 +97,8 @@ class Compressor:
     `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output
     does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
     decodes anywhere) or "float32" (decodes only on this machine with the same thread count).
-    `adapt`: "cm" (the adaptive stage learns the input as it is coded; int8 only), "none" (the
+    `adapt`: "cm" (the adaptive stage learns the input as it is coded, with the level's models,
+    its table models only where the input looks like a table; int8 only), "none" (the
     model alone, as shazip 0.3 coded), or an `AdaptiveParams` (the stage with exactly these
     parameters, recorded in the archive: `AdaptiveParams().at_version(1)` writes what shazip 0.5
     wrote). `device`: where the int8 engine runs: "cpu" (the native
