@@ -243,11 +243,13 @@ EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_c
                "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",
                "predicted", "class_mix", "state_mix", "cell_left", "cell_order",
                "last_number")
-EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22}  # how many of EXTRA_FLAGS each version has
+# how many of EXTRA_FLAGS each version has
+EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22}
 TABLE_FLAGS = EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]]  # version 10's models, for tables only (`for_data`)
 # What archives may ask for: at most 23 hashed tables of 2**24 bytes (7 orders, 2 word, column,
 # sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2, version 9's 1, version 10's 1
-# and version 11's 1), a 2**26-byte history and 2**24 match entries (about 0.6 GB), whatever a damaged or hostile header says.
+# and version 11's 1), a 2**26-byte history and 2**24 match entries (about 0.6 GB), whatever a
+# damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
                   "mixer_lr": (1, 64)}
 TABULAR_SAMPLE = 1 << 16  # bytes of an input's start that `looks_tabular` reads

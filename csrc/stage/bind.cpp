@@ -40,12 +40,6 @@ py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const 
   return py::make_tuple(p, m.weights());
 }
 
-// a lane's structure after `data` (one line-and-bracket state machine, every model on; all of
-// `data` known): (field, field starts of this line, field count of the previous line and its
-// starts, open brackets (innermost lowest), depth, inside a string, shape, the next byte's
-// field_above, field_eq, the current field's hash, the digits ending there, mixer 3's weight set
-// at bit 0 with DIGITS, NUMBER's digits before the point, after it and whether it has one, and
-// CLASS_MIX's and STATE_MIX's weight sets at bit 0)
 // A lane's state after `data` with every model on, and the context bytes formed for the next byte
 Lane lane_after(const std::string& s) {
   Lane L;
@@ -64,13 +58,18 @@ Lane lane_after(const std::string& s) {
   return L;
 }
 
+// a lane's structure after `data` (one line-and-bracket state machine, every model on; all of
+// `data` known): (field, field starts of this line, field count of the previous line and its
+// starts, open brackets (innermost lowest), depth, inside a string, shape, the next byte's
+// field_above, field_eq, the current field's hash, the digits ending there, mixer 3's weight set
+// at bit 0 with DIGITS, NUMBER's digits before the point, after it and whether it has one, and
+// CLASS_MIX's and STATE_MIX's weight sets at bit 0, the cell, this line's cell starts, the next
+// byte's left and left_eq, up and up_eq, and the last number)
 py::tuple structure_after(const py::bytes& data) {
-  const std::string s(data);
-  const Lane L = lane_after(s);
-  auto byte_at = [&](u32 q) { return int(u8(s[q])); };
+  const Lane L = lane_after(std::string(data));
   std::vector<u32> starts(L.field_start.begin(), L.field_start.begin() + L.field + 1);
   std::vector<u32> prev(L.prev_field_start.begin(), L.prev_field_start.begin() + L.prev_fields);
-  return py::make_tuple(L.field, starts, prev, L.stack, L.depth, L.quoted, L.shape, Stage::field_above(L, byte_at),
+  return py::make_tuple(L.field, starts, prev, L.stack, L.depth, L.quoted, L.shape, L.above,
                         L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true), L.num_int, L.num_frac,
                         L.num_point, Stage::class_set(L, 0), Stage::state_set(L, 0), L.cell,
                         std::vector<u32>(L.cell_start.begin(), L.cell_start.begin() + L.cell + 1), L.left, L.left_eq,

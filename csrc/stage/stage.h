@@ -384,7 +384,8 @@ class Stage {
       maps_.emplace_back(256, 0);
       std::copy(init.begin(), init.end(), maps_.back().cells().begin());
     }
-    if (p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ) || p.has(LINE_MATCH) || p.has(CELLS)) ring_.assign(size_t(1) << p.history_bits, 0);
+    if (p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ) || p.has(LINE_MATCH) || p.has(CELLS))
+      ring_.assign(size_t(1) << p.history_bits, 0);
     if (p.match) {
       heads_.assign(size_t(1) << p.match_bits, 0);
       matchers_ = p.has(LOCAL_MATCH) ? 2 : 1;
@@ -559,7 +560,8 @@ class Stage {
         L.num_int = L.num_frac = 0, L.num_point = false;
       }
     }
-    if (extras & (FIELD_VALUE | RECORD | LAST_NUMBER)) L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
+    if (extras & (FIELD_VALUE | RECORD | LAST_NUMBER))
+      L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
     if (c == '\n') {
       L.prev_line = L.line;
       L.line = L.coded;
@@ -630,16 +632,12 @@ class Stage {
     const size_t rband = 1 + std::min(R.len, RECOVER_LENS - 1) * RECOVER_MISS_BANDS + std::min(R.miss, RECOVER_MISS_BANDS) - 1;
     // each context's hash for this byte, from the lane's own bytes; the first nibble's buckets
     // are fetched while the NN's sums are formed (a hint only: it changes no value)
-    if (prm_.has(FIELDS) || prm_.has(FIELD_EQ))
-      L.above = field_above(L, [&](u32 q) {
-        const u64 pa = at.base + b * at.span + q;
-        return valid(pa, at) ? int(ring_[pa & ring_mask()]) : -1;
-      });
-    if (prm_.has(CELLS))
-      cells_before(L, [&](u32 q) {
-        const u64 pa = at.base + b * at.span + q;
-        return valid(pa, at) ? int(ring_[pa & ring_mask()]) : -1;
-      });
+    const auto lane_byte = [&](u32 q) {  // the byte at lane offset q, -1 where the decoder cannot know it
+      const u64 pa = at.base + b * at.span + q;
+      return valid(pa, at) ? int(ring_[pa & ring_mask()]) : -1;
+    };
+    if (prm_.has(FIELDS) || prm_.has(FIELD_EQ)) L.above = field_above(L, lane_byte);
+    if (prm_.has(CELLS)) cells_before(L, lane_byte);
     u32 ctx[MAX_INPUTS];
     for (int i = 0; i < nm; ++i) {
       const int o = models_[i].order;
@@ -659,7 +657,9 @@ class Stage {
           break;
         case RECORD_CTX: bytes = u64(hash32(L.prev_word + hash32(L.word2))) << 32 | (L.value ? L.value : c1); break;
         case PREDICTED_CTX: bytes = predicted_context(L, at, expect[0], rexpect, lexpect[0]); break;
-        case LAST_NUMBER_CTX: bytes = u64(hash32(L.prev_word + L.last_num * 0x9E3779B1u)) << 32 | (L.value ? L.value : c1); break;
+        case LAST_NUMBER_CTX:
+          bytes = u64(hash32(L.prev_word + L.last_num * 0x9E3779B1u)) << 32 | (L.value ? L.value : c1);
+          break;
         case LEFT_CTX: bytes = u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1; break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
