@@ -464,7 +464,7 @@ def test_version_5_to_8_headers(version):
     for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 11
+    assert AdaptiveParams().version == VERSION == 12
 
 
 def test_version_9_header():
@@ -606,9 +606,10 @@ def test_version_9_models_round_trip_and_count():
                                "class and state mixers need")
 
 
-@pytest.mark.parametrize("version, bits, unknown", [(10, 0b11111, 0b100111), (11, 0b111111, 0b1011111)])
-def test_version_10_and_11_headers(version, bits, unknown):
-    """A version 10 (11) header is the version before's with its models' bits (19 and 20; 21) added
+@pytest.mark.parametrize("version, bits, unknown", [(10, 0b11111, 0b100111), (11, 0b111111, 0b1011111),
+                                                  (12, 0b1111111, 0b10111111)])
+def test_version_10_to_12_headers(version, bits, unknown):
+    """A version 10 (11, 12) header is the version before's with its models' bits (19 and 20; 21; 22) added
     to the eleventh byte; the version before cannot hold them, and a header without them, or with
     a later version's bit, is damaged."""
     p, before = AdaptiveParams().at_version(version), AdaptiveParams().at_version(version - 1)
@@ -694,3 +695,26 @@ def test_last_number_by_hand():
 def test_version_11_model_round_trips_and_counts():
     """The last-number context on version 10's stage and on version 1's models."""
     assert_adds_model("last_number", 11, SMALL.at_version(1))
+
+
+def test_runs_by_hand():
+    """Version 12's run entry (chk << 24 | last byte << 16 | the different byte before << 8 | run
+    length) after each byte seen in its context."""
+    after = core.load().run_after
+    e = after(0, 7, ord("a"))  # empty: the context's first byte
+    assert e == 7 << 24 | ord("a") << 16 | ord("a") << 8 | 1
+    e = after(e, 7, ord("a"))
+    assert e == 7 << 24 | ord("a") << 16 | ord("a") << 8 | 2
+    e = after(e, 7, ord("b"))  # another byte: the run starts over, the last one kept before it
+    assert e == 7 << 24 | ord("b") << 16 | ord("a") << 8 | 1
+    assert after(e, 9, ord("c")) == 9 << 24 | ord("c") << 16 | ord("c") << 8 | 1  # another context's entry
+    full = 7 << 24 | ord("b") << 16 | ord("a") << 8 | 255
+    assert after(full, 7, ord("b")) == full  # the run is counted to 255
+    with pytest.raises(ValueError):
+        after(0, 256, 0)
+
+
+def test_version_12_model_round_trips_and_counts():
+    """The run inputs on version 11's stage and on version 1's models (order 1 alone has no run
+    table: its direct table is not hashed)."""
+    assert_adds_model("runs", 12, SMALL.at_version(1))

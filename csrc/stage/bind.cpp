@@ -200,6 +200,10 @@ void bind_stage(py::module_& m) {
   });
   m.def("apm_step", &apm_step);
   m.def("recover_step", &recover_step);
+  m.def("run_after", [](u32 e, u32 chk, int c) {
+    require(chk < 256 && c >= 0 && c < 256, "a check byte and a byte");
+    return Stage::run_after(e, chk, c);
+  });
   m.def("line_match_trace", &line_match_trace);
   m.def("bit_history", &bit_history);
 }

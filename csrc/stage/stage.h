@@ -199,6 +199,20 @@
 //                  0x9E3779B1) << 32 | (FIELD_VALUE's v, or c1 while v = 0; v is tracked for
 //                  LAST_NUMBER too): a value by its key and the number before it (a car's
 //                  horsepower by its displacement, a longitude by the latitude, a list's next item).
+// VERSION 12 adds one, bit 22 of extras (0 gives version 11's stage, unchanged):
+//   RUNS           every hashed context model (all but order 1's direct table) keeps a run table of
+//                  2**(table_bits - 5) u32 entries chk << 24 | b1 << 16 | b2 << 8 | n at index ctx >> (37 -
+//                  table_bits), chk = (ctx >> 2) & 255, ctx the model's context hash for the byte: the last
+//                  byte seen in that context (b1), the different one before it (b2; b1 if none) and how
+//                  many times in a row b1 came (n in 1..255; 0: empty). After byte c an entry with another
+//                  chk or n = 0 becomes chk, c, c, 1; else b1 = c makes n = min(n + 1, 255); else it becomes
+//                  chk, c, b1, 1. One input per such model, after the context models' (in their order):
+//                  while the entry's chk is the context's, n > 0 and b1 agrees with the bits so far c0, the
+//                  stretch of the run map's P16 in context 256 * m + ((min(n, 15) * 4 + g) * 2 + u) * 2 + e
+//                  (m: the model's place among them; g: 0 at bit 0, 1 at bit 1, 2 at bits 2-4, 3 at bits
+//                  5-7; u: b2 != b1; e: b1's bit k), floor-divided by 4 when u; else 0 and no update of the
+//                  map. Its cells start at 2**21. A context's last byte and how surely it repeats, which its
+//                  bit histories (one per bit of the byte) see only in parts.
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -246,7 +260,8 @@ enum Extra : u32 {
   CELL_ORDER = 1048576,  // version 10: the bits so far against the byte above in the cell (sorted columns, counters)
   CELLS = CELL_LEFT | CELL_ORDER,
   LAST_NUMBER = 2097152,  // version 11: the field so far by the word before it and the last number's size and lead
-  EXTRAS_ALL = 4194303,
+  RUNS = 4194304,         // version 12: each context's last byte and how often in a row it came
+  EXTRAS_ALL = 8388607,
 };
 
 struct Params {
@@ -280,6 +295,8 @@ constexpr u32 NUM_PLACES = 15;  // NUMBER: a number's digits before and after it
 constexpr u32 CELLS_MAX = 16;  // CELL_*: cells of a line tracked (the last takes the rest)
 constexpr u32 ORDER_CELLS = 8;  // CELL_ORDER's and CELL_LEFT's maps tell cells 0..6 and 7 or later apart
 constexpr u32 LEFT_LEN = 8;  // CELL_LEFT's predicted byte counts as a match of this length
+constexpr int RUN_BITS_BELOW = 5;  // RUNS: a model's run table has 2**(table_bits - this) entries
+constexpr u32 RUN_COUNTS = 16;  // RUNS: its map's contexts tell runs of 1..14 and 15 or more apart
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -384,6 +401,10 @@ class Stage {
       maps_.emplace_back(256, 0);
       std::copy(init.begin(), init.end(), maps_.back().cells().begin());
     }
+    if (p.has(RUNS)) {
+      runs_.assign(tables_.size(), std::vector<u32>(size_t(1) << (p.table_bits - RUN_BITS_BELOW), 0));
+      run_map_ = StateMap(tables_.size() * 256, u32(1) << (P22_BITS - 1 + COUNT_BITS));
+    }
     if (p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ) || p.has(LINE_MATCH) || p.has(CELLS))
       ring_.assign(size_t(1) << p.history_bits, 0);
     if (p.match) {
@@ -399,8 +420,8 @@ class Stage {
       recover_map_ = StateMap(2 * (1 + RECOVER_LENS * RECOVER_MISS_BANDS), u32(1) << (P22_BITS - 1 + COUNT_BITS));
     if (p.has(CELL_LEFT)) left_map_ = StateMap(2 * ORDER_CELLS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
     if (p.has(CELL_ORDER)) order_map_ = StateMap(ORDER_CELLS * 2 * 4 * 2 * 8, u32(1) << (P22_BITS - 1 + COUNT_BITS));
-    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + 2 * matchers_ + 2 * p.has(RECOVER) + 2 * p.has(LINE_MATCH) +
-                p.has(CELL_ORDER) + 2 * p.has(CELL_LEFT) + 1;  // + bias
+    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + int(runs_.size()) + 2 * matchers_ + 2 * p.has(RECOVER) +
+                2 * p.has(LINE_MATCH) + p.has(CELL_ORDER) + 2 * p.has(CELL_LEFT) + 1;  // + bias
     if (n_inputs_ > MAX_INPUTS) throw std::invalid_argument("too many context models");
     std::vector<i32> w(n_inputs_, p.nn ? 0 : 16384);
     if (p.nn) w[0] = 65536;
@@ -589,6 +610,7 @@ class Stage {
   size_t bytes() const {
     size_t n = ring_.size() + (heads_.size() + line_heads_.size()) * sizeof(u64) + direct_.size();
     for (const auto& t : tables_) n += t.bytes();
+    for (const auto& r : runs_) n += r.size() * sizeof(u32);
     for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &final_}) n += m->bytes();
     for (const APM* a : {&nn_apm_, &apm1_, &apm2_, &match_apm_}) n += a->bytes();
     return n;
@@ -677,6 +699,15 @@ class Stage {
       ctx[i] = hash64(bytes, u64(o));
       if (models_[i].table >= 0) tables_[models_[i].table].prefetch(bucket_hash(ctx[i], 1));
     }
+    // RUNS: each hashed model's run entry (a hint fetches it), and its chk
+    u32* run[MAX_INPUTS] = {};
+    u32 run_chk[MAX_INPUTS] = {};
+    for (int i = 0; i < nm && !runs_.empty(); ++i)
+      if (models_[i].table >= 0) {
+        run[i] = &runs_[size_t(models_[i].table)][ctx[i] >> (32 - prm_.table_bits + RUN_BITS_BELOW)];
+        run_chk[i] = (ctx[i] >> 2) & 255;
+        __builtin_prefetch(run[i]);
+      }
     // the NN's subtree sums: tree[(1 << d) + v] = total of the byte values whose top d bits are v
     i64 tree[512];
     if (prm_.nn) {
@@ -723,6 +754,9 @@ class Stage {
         x[n++] = tb.st(maps_[i].p16(*state[i]));
         seen += *state[i] != 0;
       }
+      int runx[MAX_INPUTS];  // RUNS: each run map context (-1: no prediction)
+      for (int i = 0; i < nm && !runs_.empty(); ++i)
+        if (run[i]) x[n++] = run_input(tb, *run[i], run_chk[i], models_[i].table, k, c0, runx[i]);
       // the predicted bytes' inputs; their maps' contexts (0 without a prediction)
       size_t mcx[2] = {}, rcx = 0, lcx = 0;
       for (int m = 0; m < matchers_; ++m)
@@ -781,6 +815,8 @@ class Stage {
         apm2_.update(y);
         if (prm_.has(MATCH_APM)) match_apm_.update(y);
       }
+      for (int i = 0; i < nm && !runs_.empty(); ++i)
+        if (run[i] && runx[i] >= 0) run_map_.update(tb, size_t(runx[i]), y, COUNT_LIMIT_MAX);
       for (int i = 0; i < nm; ++i) {
         maps_[i].update(tb, *state[i], y, COUNT_LIMIT_MAX);
         *state[i] = tb.history.next(*state[i], y);
@@ -794,8 +830,30 @@ class Stage {
       j = j * 2 + y;
     }
     const int c = c0 & 255;
+    for (int i = 0; i < nm && !runs_.empty(); ++i)
+      if (run[i]) *run[i] = run_after(*run[i], run_chk[i], c);
     end_byte(lanes, b, at, c);
     return c;
+  }
+
+ public:
+  // RUNS: a run entry after byte c in its context (chk: the context's check byte)
+  static u32 run_after(u32 e, u32 chk, int c) {
+    const u32 b1 = e >> 16 & 255, n = e & 255;
+    if (e >> 24 != chk || n == 0) return chk << 24 | u32(c) << 16 | u32(c) << 8 | 1;
+    if (b1 == u32(c)) return e - n + std::min<u32>(n + 1, 255);
+    return chk << 24 | u32(c) << 16 | b1 << 8 | 1;
+  }
+  // RUNS: model m's input at bit k (the bits so far c0) from its run entry e; cx: the map's context, -1
+  // without a prediction
+  int run_input(const Tables& tb, u32 e, u32 chk, int m, int k, int c0, int& cx) const {
+    const u32 b1 = e >> 16 & 255, b2 = e >> 8 & 255, n = e & 255;
+    cx = -1;
+    if (e >> 24 != chk || n == 0 || ((b1 | 256) >> (8 - k)) != u32(c0)) return 0;
+    const int g = k == 0 ? 0 : k == 1 ? 1 : k < 5 ? 2 : 3, u = b2 != b1;
+    cx = 256 * m + ((int(std::min(n, RUN_COUNTS - 1)) * 4 + g) * 2 + u) * 2 + int(b1 >> (7 - k) & 1);
+    const int st = tb.st(run_map_.p16(size_t(cx)));
+    return u ? st >> 2 : st;
   }
 
  private:
@@ -961,6 +1019,8 @@ class Stage {
   StateMap recover_map_;  // RECOVER: by the recovering match's length, misses and expected bit
   StateMap order_map_;  // CELL_ORDER: by the cell, up_eq, the bits so far against up's, up's bit and k
   StateMap left_map_;  // CELL_LEFT: by the cell, left_eq and the expected bit
+  std::vector<std::vector<u32>> runs_;  // RUNS: each hashed model's run table (as tables_)
+  StateMap run_map_;  // RUNS: by the model, the run's length, the bit position, b2 != b1 and b1's bit
   std::vector<u8> ring_;
   std::vector<u64> heads_;
   Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, final_;
