@@ -708,6 +708,7 @@ class Stage {
         run_chk[i] = (ctx[i] >> 2) & 255;
         __builtin_prefetch(run[i]);
       }
+    RunGuess guess[MAX_INPUTS];
     // the NN's subtree sums: tree[(1 << d) + v] = total of the byte values whose top d bits are v
     i64 tree[512];
     if (prm_.nn) {
@@ -728,6 +729,9 @@ class Stage {
         for (int i = 0; i < nm; ++i)
           if (models_[i].table >= 0)
             for (int y = 0; y < 2; ++y) tables_[models_[i].table].prefetch(bucket_hash(ctx[i], c0 * 2 + y));
+      if (k == 0)  // RUNS: each run entry, fetched by now, read once for the byte
+        for (int i = 0; i < nm && !runs_.empty(); ++i)
+          if (run[i]) guess[i] = run_guess(*run[i], run_chk[i], models_[i].table);
       if (k == 0 || k == 4) {  // a new nibble: each context's bucket (order 1: its direct row)
         j = 1;
         for (int i = 0; i < nm; ++i)
@@ -755,8 +759,18 @@ class Stage {
         seen += *state[i] != 0;
       }
       int runx[MAX_INPUTS];  // RUNS: each run map context (-1: no prediction)
-      for (int i = 0; i < nm && !runs_.empty(); ++i)
-        if (run[i]) x[n++] = run_input(tb, *run[i], run_chk[i], models_[i].table, k, c0, runx[i]);
+      const int group = k == 0 ? 0 : k == 1 ? 1 : k < 5 ? 2 : 3;  // RUNS: the bit position's group
+      for (int i = 0; i < nm && !runs_.empty(); ++i) {
+        if (!run[i]) continue;
+        const RunGuess& g = guess[i];
+        runx[i] = -1;
+        x[n] = 0;
+        if (g.byte >= 0 && ((g.byte | 256) >> (8 - k)) == c0) {
+          runx[i] = g.base + group * 4 + (g.byte >> (7 - k) & 1);
+          x[n] = tb.st(run_map_.p16(size_t(runx[i]))) >> g.shift;
+        }
+        ++n;
+      }
       // the predicted bytes' inputs; their maps' contexts (0 without a prediction)
       size_t mcx[2] = {}, rcx = 0, lcx = 0;
       for (int m = 0; m < matchers_; ++m)
@@ -844,16 +858,17 @@ class Stage {
     if (b1 == u32(c)) return e - n + std::min<u32>(n + 1, 255);
     return chk << 24 | u32(c) << 16 | b1 << 8 | 1;
   }
-  // RUNS: model m's input at bit k (the bits so far c0) from its run entry e; cx: the map's context, -1
-  // without a prediction
-  int run_input(const Tables& tb, u32 e, u32 chk, int m, int k, int c0, int& cx) const {
+  // RUNS: what model m's run entry e (its context's check byte chk) predicts for the byte
+  struct RunGuess {
+    int byte = -1;   // the last byte seen in the context (-1: none)
+    int base = 0;    // its map context but the bit position's group and the expected bit
+    int shift = 0;   // 2 when the byte before it differed, else 0
+  };
+  static RunGuess run_guess(u32 e, u32 chk, int m) {
     const u32 b1 = e >> 16 & 255, b2 = e >> 8 & 255, n = e & 255;
-    cx = -1;
-    if (e >> 24 != chk || n == 0 || ((b1 | 256) >> (8 - k)) != u32(c0)) return 0;
-    const int g = k == 0 ? 0 : k == 1 ? 1 : k < 5 ? 2 : 3, u = b2 != b1;
-    cx = 256 * m + ((int(std::min(n, RUN_COUNTS - 1)) * 4 + g) * 2 + u) * 2 + int(b1 >> (7 - k) & 1);
-    const int st = tb.st(run_map_.p16(size_t(cx)));
-    return u ? st >> 2 : st;
+    if (e >> 24 != chk || n == 0) return {};
+    const int u = b2 != b1;  // the map context is 256 m + ((min(n, 15) * 4 + group) * 2 + u) * 2 + bit
+    return {int(b1), 256 * m + int(std::min(n, RUN_COUNTS - 1)) * 16 + u * 2, u ? 2 : 0};
   }
 
  private:
