@@ -57,7 +57,7 @@ class Level:
 
 
 # Levels 7-9 add stage version 12's run inputs: 0.7 % smaller on structured text and 0.3-0.9 % on
-# prose, for about 2.5 µs/byte more in the stage (benchmarks/README.md, "Stage version 12"), which
+# prose, for about 2 µs/byte more in the stage (benchmarks/README.md, "Stage version 12"), which
 # the default keeps within its 8 µs/byte.
 LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 11, ONE_LANE), 3: Level(True, 11, 2048),
           4: Level(True, 11, 4096), 5: Level(True, 11, 8192), 6: Level(True, 11, 16384), 7: Level(True, 12, 65536),
