@@ -123,7 +123,7 @@ class AdaptiveParams:
     runs: for every hashed context, the last byte seen in it, the one before, and how many times
         in a row the last came, as one more input per context model: a context that has always
         been followed by one byte predicts that byte as a whole, which its bit histories (one per
-        bit) see only in parts. The heaviest model: about 2 µs/byte more (levels 7-9 use it).
+        bit) see only in parts. The heaviest model: about 2 µs/byte more (levels 3-9 use it).
     """
 
     table_bits: int = 22

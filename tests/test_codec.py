@@ -18,7 +18,7 @@ from shazip.container import Method, describe
 from shazip.engines import IntEngine
 from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
 from shazip.options import (
-    DEFAULT_LANES, LEVELS, LONG_LANES, MAX_LANES, MIN_LANE_GPU, ONE_LANE, LanePolicy, lane_policy,
+    DEFAULT_LANES, DEFAULT_LEVEL, LEVELS, LONG_LANES, MAX_LANES, MIN_LANE_GPU, ONE_LANE, LanePolicy, lane_policy,
 )
 from shazip.testing import flip, payload_spans
 
@@ -284,8 +284,9 @@ def test_a_level_uses_the_table_models_for_a_table_only(trained, text):
         params = AdaptiveParams.unpack(bytes.fromhex(head["adapt_params"]), head["adapt_version"])
         assert params.cell_left is params.cell_order is tables and params.last_number
         assert shazip.decompress(blob, model=trained) == data
+    default = AdaptiveParams().at_version(LEVELS[DEFAULT_LEVEL].stage)
     assert blob == shazip.compress(text[:6000], model=trained, lanes=2, methods=frozenset({Method.MIXED}),
-                                   adapt=replace(AdaptiveParams().at_version(11), cell_left=False, cell_order=False))
+                                   adapt=replace(default, cell_left=False, cell_order=False))
 
 
 def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, text):

@@ -121,8 +121,8 @@ def test_an_empty_file_costs_little(tmp_path):
 
 def test_levels_record_what_they_chose_and_decode_without_being_told(trained, text):
     """-1 and -2 code with the adaptive stage alone (no NN input; version 1's and version 11's
-    models, here without its table models: this wiki markup is no table) in one lane; -7 .. -9
-    add version 12's run inputs; -3 .. -9 add the model in ever longer lanes (2 KB at -3, 16 KB at the
+    models, here without its table models: this wiki markup is no table) in one lane; -3 .. -9
+    add version 12's run inputs and the model in ever longer lanes (2 KB at -3, 16 KB at the
     default -6, one lane at -9; four times longer on repetitive text, as this wiki markup is, but
     not fewer than 8 where the plain rule gives that many, and not on text zstd shrinks less than
     3-fold). The archive records every choice: decoding takes
@@ -135,8 +135,8 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
         blob = shazip.compress(data, model=trained, level=level)
         head = describe(io.BytesIO(blob))[0]
         params = AdaptiveParams.unpack(bytes.fromhex(head["adapt_params"]), head["adapt_version"])
-        assert params.nn == (level >= 3) and params.runs == (level >= 7)
-        assert head["adapt_version"] == (1 if level == 1 else VERSION if level >= 7 else VERSION - 1)
+        assert params.nn == (level >= 3) and params.runs == (level >= 3)
+        assert head["adapt_version"] == (1 if level == 1 else VERSION if level >= 3 else VERSION - 1)
         assert params.cell_left is params.cell_order is False
         lanes[level] = [b["lanes"] for b in head["blocks"]]
         assert shazip.decompress(blob, model=trained) == data
