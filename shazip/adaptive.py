@@ -124,6 +124,12 @@ class AdaptiveParams:
         in a row the last came, as one more input per context model: a context that has always
         been followed by one byte predicts that byte as a whole, which its bit histories (one per
         bit) see only in parts. The heaviest model: about 2 µs/byte more (levels 3-9 use it).
+    Version 13 adds one:
+    groups: a context of the last 8 byte groups (digits, lower- and upper-case letters each one
+        group, a byte >= 128 one, every other byte its own), a word's or a number's run of
+        letters or digits counted once: the shape of a line or statement whatever the lengths of
+        its words and numbers. Levels 3-8 leave `sparse` out (`Level.drop`): its time pays for
+        this one's.
     """
 
     table_bits: int = 22
@@ -161,6 +167,7 @@ class AdaptiveParams:
     cell_order: bool = True
     last_number: bool = True
     runs: bool = True
+    groups: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -188,7 +195,7 @@ class AdaptiveParams:
     def at_version(self, version: int) -> AdaptiveParams:
         """These parameters without the models of stage versions after `version` (EXTRAS_OF):
         what that version's shazip wrote (version 1: shazip 0.5, 2: 0.6, 3: 0.7, 4: 0.8, 5: 0.9, 6: 0.10,
-        7: 0.11, 8: 0.12, 9: 0.13, 10: 0.14, 11: 0.15, 12: 0.16)."""
+        7: 0.11, 8: 0.12, 9: 0.13, 10: 0.14, 11: 0.15, 12: 0.16, 13: 0.17)."""
         return replace(self, **dict.fromkeys(EXTRA_FLAGS[EXTRAS_OF[version]:], False))
 
     @property
@@ -204,7 +211,7 @@ class AdaptiveParams:
 
     def pack(self) -> bytes:
         """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3,
-        10 for 4 to 8, 11 for 9 to 12 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
+        10 for 4 to 8, 11 for 9 to 13 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
         orders = sum(1 << (o - 1) for o in self.orders)
         models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
         blob = struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
@@ -238,24 +245,24 @@ class AdaptiveParams:
         return p
 
 
-VERSION = 12  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
+VERSION = 13  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
 # What this shazip decodes: each version is the next one without the models it added.
-VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
-PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10, 8: 10, 9: 11, 10: 11, 11: 11, 12: 11}
+VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
+PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10, 8: 10, 9: 11, 10: 11, 11: 11, 12: 11, 13: 11}
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
 # bit i of `extras`: version 2's seven models, then version 3's, version 4's three, versions 5's to 7's one
-# each, version 8's two, version 9's three, version 10's two, versions 11's and 12's one each
+# each, version 8's two, version 9's three, version 10's two, versions 11's to 13's one each
 EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
                "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",
                "predicted", "class_mix", "state_mix", "cell_left", "cell_order",
-               "last_number", "runs")
+               "last_number", "runs", "groups")
 # how many of EXTRA_FLAGS each version has
-EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22, 12: 23}
+EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22, 12: 23, 13: 24}
 TABLE_FLAGS = EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]]  # version 10's models, for tables only (`for_data`)
-# What archives may ask for: at most 23 hashed tables of 2**24 bytes (7 orders, 2 word, column,
-# sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2, version 9's 1, version 10's 1
-# and version 11's 1) with version 12's run tables of 2**19 entries each, a 2**26-byte history and
-# 2**24 match entries (about 0.65 GB), whatever a damaged or hostile header says.
+# What archives may ask for: at most 24 hashed tables of 2**24 bytes (7 orders, 2 word, column,
+# sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2, version 9's 1, version 10's 1,
+# version 11's 1 and version 13's 1) with version 12's run tables of 2**19 entries each, a
+# 2**26-byte history and 2**24 match entries (about 0.67 GB), whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
                   "mixer_lr": (1, 64)}
 TABULAR_SAMPLE = 1 << 16  # bytes of an input's start that `looks_tabular` reads

@@ -32,7 +32,7 @@ from .frames import Frame, index, ordered_map
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import (
     ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, MAX_FRAME_IN_MEMORY, MAX_LANES,
-    DEFAULT_LEVEL, LEVELS, Level, lane_policy,
+    DEFAULT_LEVEL, LEVELS, LanePolicy, Level, lane_policy,
 )
 
 if TYPE_CHECKING:
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 
 
 
-def _stage_params(adapt: str | AdaptiveParams, level: Level) -> AdaptiveParams | None:
-    """The adaptive stage's parameters for `adapt` at `level` (None: the model alone)."""
+def _stage_params(adapt: str | AdaptiveParams, level: Level, lanes: LanePolicy) -> AdaptiveParams | None:
+    """The adaptive stage's parameters for `adapt` at `level` with `lanes` (None: the model alone)."""
     if isinstance(adapt, AdaptiveParams):
         return adapt
     if adapt not in ADAPT_CHOICES:
@@ -50,8 +50,9 @@ def _stage_params(adapt: str | AdaptiveParams, level: Level) -> AdaptiveParams |
         if not level.model:
             raise UsageError("levels 1 and 2 code with the adaptive stage alone: it cannot be off (adapt 'none')")
         return None
-    params = AdaptiveParams(nn=level.model)
-    return params.at_version(level.stage)
+    params = AdaptiveParams(nn=level.model).at_version(level.stage)
+    lane_own = ("local_match", "local_ctx") if lanes.one_lane else ()  # with one lane they repeat the shared ones
+    return replace(params, **dict.fromkeys(level.drop + lane_own, False))
 
 Progress = Callable[[int], None]
 
@@ -132,7 +133,7 @@ class Compressor:
             raise UsageError("only the int8 engine runs on another device than the CPU")
         lv = LEVELS[level]
         self.lane_policy = lane_policy(lv, lanes, lv.model and resolve_device(device) != "cpu")
-        self.params = _stage_params(adapt, lv)
+        self.params = _stage_params(adapt, lv, self.lane_policy)
         self._for_data = not isinstance(adapt, AdaptiveParams)  # a level's models follow the input's kind
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")

@@ -45,6 +45,12 @@ class LanePolicy:
     min_lane: int
     repetitive_min_lane: int
 
+    @property
+    def one_lane(self) -> bool:
+        """Whether every block is one lane: the adaptive stage's models of a lane's own statistics
+        (`local_match`, `local_ctx`) would then repeat the shared ones, and are left out."""
+        return self.most == 1 or self.min_lane >= ONE_LANE
+
 
 @dataclass(frozen=True)
 class Level:
@@ -52,17 +58,21 @@ class Level:
     a decoder is told nothing. Measured on the suite: benchmarks/README.md, "Levels"."""
 
     model: bool  # the neural model; without it the adaptive stage codes alone (~9x faster on the suite)
-    stage: int  # the adaptive stage's models: all of this version's (1: the plainest set; 12: with the run inputs)
+    stage: int  # the adaptive stage's models: all of this version's (1: the plainest set; 13: with the groups)
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
+    drop: tuple[str, ...] = ()  # models of that version it leaves out for their time (AdaptiveParams fields)
 
 
-# Levels 3-9 add stage version 12's run inputs: 0.6 % smaller on the suite's structured text and
-# 0.2-0.6 % on prose, for about 2 µs/byte more in the stage (7.2-7.7 µs/byte at the default's lanes,
-# within its 8: benchmarks/README.md, "Stage version 12"). Level 2, the stage alone, keeps version
-# 11: there the stage is all of the time, and the runs would make it a third slower.
-LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 11, ONE_LANE), 3: Level(True, 12, 2048),
-          4: Level(True, 12, 4096), 5: Level(True, 12, 8192), 6: Level(True, 12, 16384), 7: Level(True, 12, 65536),
-          8: Level(True, 12, 262144), 9: Level(True, 12, ONE_LANE)}
+# Levels 3-9 use stage version 13 (benchmarks/README.md, "Stage version 13"): version 12's run
+# inputs (the suite 0.5 % smaller at -6, every file) and version 13's groups context (0.5 % more).
+# Levels 3-8 leave out the sparse context: beside the groups it is worth +0.01 %, and its time pays
+# for theirs (the stage 7.4-7.8 µs/byte at the default's lanes, as version 12's, within its 8).
+# Level 2, the stage alone, keeps version 11: there the stage is all of the time. Where every block
+# is one lane (-2, -9) the stage's models of a lane's own statistics are left out (LanePolicy.one_lane).
+LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 11, ONE_LANE), 3: Level(True, 13, 2048, ("sparse",)),
+          4: Level(True, 13, 4096, ("sparse",)), 5: Level(True, 13, 8192, ("sparse",)),
+          6: Level(True, 13, 16384, ("sparse",)), 7: Level(True, 13, 65536, ("sparse",)),
+          8: Level(True, 13, 262144, ("sparse",)), 9: Level(True, 13, ONE_LANE)}
 DEFAULT_LEVEL = 6
 
 

@@ -464,7 +464,7 @@ def test_version_5_to_8_headers(version):
     for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 12
+    assert AdaptiveParams().version == VERSION == 13
 
 
 def test_version_9_header():
@@ -607,15 +607,16 @@ def test_version_9_models_round_trip_and_count():
 
 
 @pytest.mark.parametrize("version, bits, unknown", [(10, 0b11111, 0b100111), (11, 0b111111, 0b1011111),
-                                                  (12, 0b1111111, 0b10111111)])
-def test_version_10_to_12_headers(version, bits, unknown):
-    """A version 10 (11, 12) header is the version before's with its models' bits (19 and 20; 21; 22) added
-    to the eleventh byte; the version before cannot hold them, and a header without them, or with
-    a later version's bit, is damaged."""
+                                                  (12, 0b1111111, 0b10111111), (13, 0b11111111, None)])
+def test_version_10_to_13_headers(version, bits, unknown):
+    """A version 10 (11, 12, 13) header is the version before's with its models' bits (19 and 20; 21;
+    22; 23) added to the eleventh byte; the version before cannot hold them, and a header without
+    them, or with a later version's bit (none fits in version 13's byte), is damaged."""
     p, before = AdaptiveParams().at_version(version), AdaptiveParams().at_version(version - 1)
     assert p.version == version and AdaptiveParams.unpack(p.pack(), version) == p
     assert p.pack() == before.pack()[:10] + bytes([bits]) and len(p.pack()) == PARAMS_BYTES[version] == 11
-    for bad in [before.pack(), p.pack()[:10], p.pack() + b"\x00", before.pack()[:10] + bytes([unknown])]:
+    later = [] if unknown is None else [before.pack()[:10] + bytes([unknown])]
+    for bad in [before.pack(), p.pack()[:10], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
     with pytest.raises(CorruptArchive):
@@ -718,3 +719,25 @@ def test_version_12_model_round_trips_and_counts():
     """The run inputs on version 11's stage and on version 1's models (order 1 alone has no run
     table: its direct table is not hashed)."""
     assert_adds_model("runs", 12, SMALL.at_version(1))
+
+
+def test_groups_by_hand():
+    """Version 13's groups (structure_after's items 24 and 25): the last 8 byte groups, the latest
+    lowest, a digit's or letter's group not added again after one of its own, and whether the last
+    byte was such a repeat."""
+    after = lambda data: core.load().structure_after(data)[24:26]  # noqa: E731
+    pack = lambda gs: sum(g << 8 * i for i, g in enumerate(reversed(gs)))  # noqa: E731
+    assert after(b"") == (0, False)
+    assert after(b'"key": 12,') == (pack(b'"a": 0,'), False)
+    assert after(b'"other_key": 3405,') == (pack(b'a_a": 0,'), False)  # '_' is its own group; 8 kept
+    assert after(b"x = 12") == (pack(b"a = 0"), True)  # the 2 repeated the digits' group
+    assert after(b"Ab") == (pack(b"Aa"), False)  # case changes the group
+    assert after(b"AB") == (pack(b"A"), True)
+    assert after("é".encode() * 3) == (pack(bytes([128] * 6)), False)  # bytes >= 128: never one
+    assert after(b"((((((((((") == (pack(b"(" * 8), False)  # punctuation is always added
+    assert after(b"a1b2c3d4e5") == (pack(b"a0a0a0a0"), False)  # 8 kept
+
+
+def test_version_13_model_round_trips_and_counts():
+    """The groups context on version 12's stage and on version 1's models."""
+    assert_adds_model("groups", 13, SMALL.at_version(1))

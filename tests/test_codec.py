@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 import shazip
-from shazip.adaptive import AdaptiveParams
+from shazip.adaptive import TABLE_FLAGS, AdaptiveParams
 from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
 from shazip.container import Method, describe
 from shazip.engines import IntEngine
@@ -254,14 +254,14 @@ def test_golden_mixed_archives(trained, text):
     assert payloads[0] == payloads[1] == payloads[2]
 
 
-@pytest.mark.parametrize("version", [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
-def test_golden_stage_version_2_to_12_archives(trained, text, version):
+@pytest.mark.parametrize("version", [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
+def test_golden_stage_version_2_to_13_archives(trained, text, version):
     """Stage versions 2 (the structured-text models), 3 (the match context), 4 (field values,
     repeats of the line above, the match APM), 5 (mixer sets by a number's digits), 6 (the
     recovering match), 7 (the line matches), 8 (the number and record contexts), 9 (the
     predicted-byte context, the class and state mixers; on by default), 10 (the table models; on
-    by default for tables), 11 (the last-number context) and 12 (the run inputs; levels 7-9): the
-    same two calls as the version 1 golden files, frozen in
+    by default for tables), 11 (the last-number context), 12 (the run inputs) and 13 (the groups
+    context; levels 3-9): the same two calls as the version 1 golden files, frozen in
     golden-mixed-sV.shz and golden-solo-sV.shz; each version's parameters without its models
     write the version before's."""
     adapt = AdaptiveParams().at_version(version)
@@ -284,9 +284,9 @@ def test_a_level_uses_the_table_models_for_a_table_only(trained, text):
         params = AdaptiveParams.unpack(bytes.fromhex(head["adapt_params"]), head["adapt_version"])
         assert params.cell_left is params.cell_order is tables and params.last_number
         assert shazip.decompress(blob, model=trained) == data
-    default = AdaptiveParams().at_version(LEVELS[DEFAULT_LEVEL].stage)
-    assert blob == shazip.compress(text[:6000], model=trained, lanes=2, methods=frozenset({Method.MIXED}),
-                                   adapt=replace(default, cell_left=False, cell_order=False))
+    level = LEVELS[DEFAULT_LEVEL]
+    prose = replace(AdaptiveParams().at_version(level.stage), **dict.fromkeys(level.drop + TABLE_FLAGS, False))
+    assert blob == shazip.compress(text[:6000], model=trained, lanes=2, methods=frozenset({Method.MIXED}), adapt=prose)
 
 
 def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, text):

@@ -64,7 +64,7 @@ Lane lane_after(const std::string& s) {
 // field_above, field_eq, the current field's hash, the digits ending there, mixer 3's weight set
 // at bit 0 with DIGITS, NUMBER's digits before the point, after it and whether it has one, and
 // CLASS_MIX's and STATE_MIX's weight sets at bit 0, the cell, this line's cell starts, the next
-// byte's left and left_eq, up and up_eq, and the last number)
+// byte's left and left_eq, up and up_eq, the last number, and GROUPS's groups and repeat)
 py::tuple structure_after(const py::bytes& data) {
   const Lane L = lane_after(std::string(data));
   std::vector<u32> starts(L.field_start.begin(), L.field_start.begin() + L.field + 1);
@@ -73,7 +73,7 @@ py::tuple structure_after(const py::bytes& data) {
                         L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true), L.num_int, L.num_frac,
                         L.num_point, Stage::class_set(L, 0), Stage::state_set(L, 0), L.cell,
                         std::vector<u32>(L.cell_start.begin(), L.cell_start.begin() + L.cell + 1), L.left, L.left_eq,
-                        L.up, L.up_eq, L.last_num);
+                        L.up, L.up_eq, L.last_num, L.groups, L.group_repeat);
 }
 
 // CELL_ORDER's and CELL_LEFT's map contexts after `data`, at bit k with the bits so far c0

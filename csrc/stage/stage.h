@@ -213,6 +213,15 @@
 //                  5-7; u: b2 != b1; e: b1's bit k), floor-divided by 4 when u; else 0 and no update of the
 //                  map. Its cells start at 2**21. A context's last byte and how surely it repeats, which its
 //                  bit histories (one per bit of the byte) see only in parts.
+// VERSION 13 adds one, bit 23 of extras (0 gives version 12's stage, unchanged):
+//   GROUPS         a context model after LAST_NUMBER's: a byte's group is '0' for a digit, 'a' for a
+//                  lower-case letter, 'A' for an upper-case one, 128 for a byte >= 128, else the byte
+//                  itself. The lane keeps its last 8 groups (u64, the latest in the low byte): after a
+//                  byte whose group is '0', 'a' or 'A' and equals the latest, nothing is added and
+//                  repeat = 1; after any other byte its group is shifted in and repeat = 0. Context:
+//                  hash of groups ^ repeat: the shape of a line or a statement whatever the lengths
+//                  of its words and numbers (`"key": 12,` and `"other_key": 3405,` alike). With RUNS
+//                  it has a run table and input as every hashed model.
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -261,7 +270,8 @@ enum Extra : u32 {
   CELLS = CELL_LEFT | CELL_ORDER,
   LAST_NUMBER = 2097152,  // version 11: the field so far by the word before it and the last number's size and lead
   RUNS = 4194304,         // version 12: each context's last byte and how often in a row it came
-  EXTRAS_ALL = 8388607,
+  GROUPS = 8388608,       // version 13: the last 8 byte groups, a word's or a number's letters or digits as one
+  EXTRAS_ALL = 16777215,
 };
 
 struct Params {
@@ -346,6 +356,10 @@ struct Lane {
   // LAST_NUMBER: the current number's first two digits, and the last number's digits before its
   // point << 8 | their lead (0: none yet)
   u32 lead = 0, last_num = 0;
+  // GROUPS: the last 8 byte groups (the latest in the low byte), and whether the last byte's
+  // group repeated the latest (a letter or digit within a word or number: not added again)
+  u64 groups = 0;
+  bool group_repeat = false;
 };
 
 // Where a byte is being coded: which history bytes are already known to the decoder
@@ -385,6 +399,7 @@ class Stage {
     if (p.has(PREDICTED)) orders.push_back(PREDICTED_CTX);
     if (p.has(CELL_LEFT)) orders.push_back(LEFT_CTX);
     if (p.has(LAST_NUMBER)) orders.push_back(LAST_NUMBER_CTX);
+    if (p.has(GROUPS)) orders.push_back(GROUPS_CTX);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
     if ((p.has(CLASS_MIX) || p.has(STATE_MIX)) && !p.has(LAYERED))
@@ -535,7 +550,7 @@ class Stage {
     return int(std::min<u32>(L.field, FIELDS_MAX - 1) * 16 + std::min<u32>(L.depth, 3) * 4 + u32(L.quoted) * 2 +
                u32(L.num_int > 0)) * 8 + k;
   }
-  // the lines, FIELDS, SHAPE, BRACKETS, FIELD_VALUE/EQ and DIGITS state after byte c, which followed
+  // the lines, FIELDS, SHAPE, BRACKETS, FIELD_VALUE/EQ, DIGITS, ... and GROUPS state after byte c, which followed
   // `before` (L.coded counts c; FIELD_EQ compares c with L.above, c's field_above)
   static void structure(Lane& L, int c, int before, u32 extras) {
     if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS | RECORD | STATE_MIX)) {
@@ -588,6 +603,15 @@ class Stage {
       L.line = L.coded;
     }
     if (extras & SHAPE) L.shape = L.shape << 5 | byte_class(c);
+    if (extras & GROUPS) {
+      const u64 g = c >= '0' && c <= '9'   ? '0'
+                    : c >= 'a' && c <= 'z' ? 'a'
+                    : c >= 'A' && c <= 'Z' ? 'A'
+                    : c >= 128             ? 128
+                                           : u64(c);
+      L.group_repeat = (g == '0' || g == 'a' || g == 'A') && (L.groups & 255) == g;
+      if (!L.group_repeat) L.groups = L.groups << 8 | g;
+    }
     if (extras & (BRACKETS | STATE_MIX)) {
       if (L.quoted) {
         L.quoted = !(c == '"' && before != '\\');
@@ -682,6 +706,7 @@ class Stage {
         case LAST_NUMBER_CTX:
           bytes = u64(hash32(L.prev_word + L.last_num * 0x9E3779B1u)) << 32 | (L.value ? L.value : c1);
           break;
+        case GROUPS_CTX: bytes = L.groups ^ u64(L.group_repeat); break;
         case LEFT_CTX: bytes = u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1; break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
@@ -1019,7 +1044,8 @@ class Stage {
   };
   static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
                        LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21,
-                       PREDICTED_CTX = 22, LEFT_CTX = 23, LAST_NUMBER_CTX = 24;
+                       PREDICTED_CTX = 22, LEFT_CTX = 23, LAST_NUMBER_CTX = 24,
+                       GROUPS_CTX = 25;
   static constexpr int FINAL_INPUTS = 6;  // mixers 1-4, CLASS_MIX's, STATE_MIX's
 
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
