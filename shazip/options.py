@@ -58,7 +58,7 @@ class Level:
     a decoder is told nothing. Measured on the suite: benchmarks/README.md, "Levels"."""
 
     model: bool  # the neural model; without it the adaptive stage codes alone (~9x faster on the suite)
-    stage: int  # the adaptive stage's models: all of this version's (1: the plainest set; 13: with the groups)
+    stage: int  # the adaptive stage's models: all of this version's (1: the plainest set; 14: the heaviest)
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
     drop: tuple[str, ...] = ()  # models of that version it leaves out for their time (AdaptiveParams fields)
 
@@ -67,12 +67,14 @@ class Level:
 # inputs (the suite 0.5 % smaller at -6, every file) and version 13's groups context (0.5 % more).
 # Levels 3-8 leave out the sparse context: beside the groups it is worth +0.01 %, and its time pays
 # for theirs (the stage 7.4-7.8 µs/byte at the default's lanes, as version 12's, within its 8).
-# Level 2, the stage alone, keeps version 11: there the stage is all of the time. Where every block
-# is one lane (-2, -9) the stage's models of a lane's own statistics are left out (LanePolicy.one_lane).
+# Level 9 adds version 14's three (a context, a mixer and an APM by the groups: 0.3-0.5 % for about
+# 1 µs/byte, where the model's one lane costs ten times the stage). Level 2, the stage alone, keeps
+# version 11: there the stage is all of the time. Where every block is one lane (-2, -9) the stage's
+# models of a lane's own statistics are left out (LanePolicy.one_lane).
 LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 11, ONE_LANE), 3: Level(True, 13, 2048, ("sparse",)),
           4: Level(True, 13, 4096, ("sparse",)), 5: Level(True, 13, 8192, ("sparse",)),
           6: Level(True, 13, 16384, ("sparse",)), 7: Level(True, 13, 65536, ("sparse",)),
-          8: Level(True, 13, 262144, ("sparse",)), 9: Level(True, 13, ONE_LANE)}
+          8: Level(True, 13, 262144, ("sparse",)), 9: Level(True, 14, ONE_LANE)}
 DEFAULT_LEVEL = 6
 
 

@@ -464,7 +464,7 @@ def test_version_5_to_8_headers(version):
     for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 13
+    assert AdaptiveParams().version == VERSION == 14
 
 
 def test_version_9_header():
@@ -602,8 +602,8 @@ def test_version_9_models_round_trip_and_count():
     bare = replace(SMALL.at_version(1), layered=True)
     for flag in ("class_mix", "state_mix"):
         assert_adds_model(flag, 9, bare)
-        assert_refused_without(replace(bare, **{flag: True}), "layered", 9, "the class or state mixer without layered",
-                               "class and state mixers need")
+        assert_refused_without(replace(bare, **{flag: True}), "layered", 9,
+                               "the class, state or group mixer without layered", "class, state and group mixers need")
 
 
 @pytest.mark.parametrize("version, bits, unknown", [(10, 0b11111, 0b100111), (11, 0b111111, 0b1011111),
@@ -741,3 +741,32 @@ def test_groups_by_hand():
 def test_version_13_model_round_trips_and_counts():
     """The groups context on version 12's stage and on version 1's models."""
     assert_adds_model("groups", 13, SMALL.at_version(1))
+
+
+def test_version_14_header():
+    """A version 14 header is version 13's with its three models' bits (24 to 26) in a twelfth
+    byte; version 13's eleven bytes cannot hold them, and a header without them, or with a later
+    version's bit, is damaged."""
+    p, before = AdaptiveParams().at_version(14), AdaptiveParams().at_version(13)
+    assert p.version == 14 and AdaptiveParams.unpack(p.pack(), 14) == p
+    assert p.pack() == before.pack() + bytes([0b111]) and len(p.pack()) == PARAMS_BYTES[14] == 12
+    for bad in [before.pack(), before.pack() + b"\x00", p.pack()[:11] + bytes([0b1000]), p.pack() + b"\x00"]:
+        with pytest.raises(CorruptArchive):
+            AdaptiveParams.unpack(bad, 14)
+    with pytest.raises(CorruptArchive):
+        AdaptiveParams.unpack(p.pack(), 13)
+
+
+def test_version_14_models_round_trip_and_count():
+    """The group-word context on version 13's stage and on version 1's models; the group mixer on
+    version 13's and on version 1's with the layered mixers, the group APM with the APMs, which
+    they need (without them they are refused)."""
+    assert_adds_model("group_word", 14, SMALL.at_version(1))
+    bare = replace(SMALL.at_version(1), layered=True)
+    assert_adds_model("group_mix", 14, bare)
+    assert_refused_without(replace(bare, group_mix=True), "layered", 14,
+                           "the class, state or group mixer without layered", "class, state and group mixers need")
+    assert SMALL.at_version(1).apm
+    assert_adds_model("group_apm", 14, SMALL.at_version(1))
+    assert_refused_without(replace(SMALL.at_version(1), group_apm=True), "apm", 14, "the group APM without the APMs",
+                           "group APM needs the APMs")

@@ -222,6 +222,18 @@
 //                  hash of groups ^ repeat: the shape of a line or a statement whatever the lengths
 //                  of its words and numbers (`"key": 12,` and `"other_key": 3405,` alike). With RUNS
 //                  it has a run table and input as every hashed model.
+// VERSION 14 adds three for the heaviest level, bits 24-26 of extras (0 gives version 13's stage,
+// unchanged):
+//   groups         tracked (as for GROUPS) also for GROUP_WORD, GROUP_MIX and GROUP_APM; with r = repeat:
+//                  g4 = hash32(u32(groups) + r * 0x9E3779B1) (the last 4 groups), g3 = hash32(u32(groups &
+//                  0xFFFFFF) + r) (the last 3), and at bit k g2 = hash32(u32(groups & 0xFFFF) * 0x9E3779B1
+//                  + c0 + r * 77) (the last 2 and the bits so far).
+//   GROUP_WORD     a context model after GROUPS's: hash of g4 << 32 | the current word's hash (0 outside a
+//                  word): a word by the shape of what led to it (`this.x =`, `"key": [`).
+//   GROUP_MIX      (needs LAYERED) a seventh mixer over the same inputs, a weight set per (g3 >> 20) * 8 +
+//                  k; its output is the final mixer's next input, after STATE_MIX's.
+//   GROUP_APM      (needs the APMs) an APM of x_mix in context g2 >> 16 after MATCH_APM's: p = floor((3 p +
+//                  its P16) / 4).
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -271,7 +283,11 @@ enum Extra : u32 {
   LAST_NUMBER = 2097152,  // version 11: the field so far by the word before it and the last number's size and lead
   RUNS = 4194304,         // version 12: each context's last byte and how often in a row it came
   GROUPS = 8388608,       // version 13: the last 8 byte groups, a word's or a number's letters or digits as one
-  EXTRAS_ALL = 16777215,
+  GROUP_WORD = 16777216,  // version 14: the current word with the last 4 groups
+  GROUP_MIX = 33554432,   // version 14: a mixer by the last 3 groups
+  GROUP_APM = 67108864,   // version 14: an APM by the last 2 groups and the bits so far
+  GROUPS_ANY = GROUPS | GROUP_WORD | GROUP_MIX | GROUP_APM,
+  EXTRAS_ALL = 134217727,
 };
 
 struct Params {
@@ -307,6 +323,8 @@ constexpr u32 ORDER_CELLS = 8;  // CELL_ORDER's and CELL_LEFT's maps tell cells 
 constexpr u32 LEFT_LEN = 8;  // CELL_LEFT's predicted byte counts as a match of this length
 constexpr int RUN_BITS_BELOW = 5;  // RUNS: a model's run table has 2**(table_bits - this) entries
 constexpr u32 RUN_COUNTS = 16;  // RUNS: its map's contexts tell runs of 1..14 and 15 or more apart
+constexpr int GROUP_SET_BITS = 12;  // GROUP_MIX: its weight sets (per bit position) by a hash of the last 3 groups
+constexpr u32 GROUP_SETS = u32(1) << GROUP_SET_BITS;
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -400,10 +418,12 @@ class Stage {
     if (p.has(CELL_LEFT)) orders.push_back(LEFT_CTX);
     if (p.has(LAST_NUMBER)) orders.push_back(LAST_NUMBER_CTX);
     if (p.has(GROUPS)) orders.push_back(GROUPS_CTX);
+    if (p.has(GROUP_WORD)) orders.push_back(GROUP_WORD_CTX);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
-    if ((p.has(CLASS_MIX) || p.has(STATE_MIX)) && !p.has(LAYERED))
-      throw std::invalid_argument("the class and state mixers need the layered mixers");
+    if ((p.has(CLASS_MIX) || p.has(STATE_MIX) || p.has(GROUP_MIX)) && !p.has(LAYERED))
+      throw std::invalid_argument("the class, state and group mixers need the layered mixers");
+    if (p.has(GROUP_APM) && !p.apm) throw std::invalid_argument("the group APM needs the APMs");
     if (p.has(RECOVER) && !p.match) throw std::invalid_argument("the recovering match needs the match model");
     for (int o : orders) {
       if (o == 1 && direct_.empty()) {
@@ -449,13 +469,15 @@ class Stage {
       mixer4_ = Mixer(k, n_inputs_, 16 * 8 * eq_sets, p.mixer_lr, w, warm);
       if (p.has(CLASS_MIX)) mixer5_ = Mixer(k, n_inputs_, CLASS_SETS * CLASS_SETS * 8, p.mixer_lr, w, warm);
       if (p.has(STATE_MIX)) mixer6_ = Mixer(k, n_inputs_, STATE_SETS * 8, p.mixer_lr, w, warm);
-      n_final_ = 4 + p.has(CLASS_MIX) + p.has(STATE_MIX);
+      if (p.has(GROUP_MIX)) mixer7_ = Mixer(k, n_inputs_, GROUP_SETS * 8, p.mixer_lr, w, warm);
+      n_final_ = 4 + p.has(CLASS_MIX) + p.has(STATE_MIX) + p.has(GROUP_MIX);
       final_ = Mixer(k, n_final_, 8, p.mixer_lr, std::vector<i32>(size_t(n_final_), 65536 / n_final_), warm);
     }
     if (p.nn) nn_apm_ = APM(*tb_, 65536);
     if (p.apm) {
       apm1_ = APM(*tb_, p.has(FIELD_EQ) ? 256 * 2 * APM1_FIELDS : 256);
       if (p.has(MATCH_APM)) match_apm_ = APM(*tb_, 256 * 2 * MATCH_BANDS);
+      if (p.has(GROUP_APM)) group_apm_ = APM(*tb_, 65536);
       apm2_ = APM(*tb_, 65536);
     }
   }
@@ -545,6 +567,14 @@ class Stage {
   static int class_set(const Lane& L, int k) {
     return int(byte_class(int(L.hist & 255)) * CLASS_SETS + byte_class(int(L.hist >> 8 & 255))) * 8 + k;
   }
+  // GROUP_MIX's weight set at bit k: by the last 3 groups
+  static int group_set(const Lane& L, int k) {
+    return int(hash32(u32(L.groups & 0xFFFFFF) + u32(L.group_repeat)) >> (32 - GROUP_SET_BITS)) * 8 + k;
+  }
+  // GROUP_APM's context at bit k, c0 the bits so far: by the last 2 groups
+  static size_t group_apm_context(const Lane& L, int c0) {
+    return hash32(u32(L.groups & 0xFFFF) * 0x9E3779B1u + u32(c0) + u32(L.group_repeat) * 77u) >> 16;
+  }
   // STATE_MIX's weight set at bit k: by the field, the brackets' depth, quoting and being in a number
   static int state_set(const Lane& L, int k) {
     return int(std::min<u32>(L.field, FIELDS_MAX - 1) * 16 + std::min<u32>(L.depth, 3) * 4 + u32(L.quoted) * 2 +
@@ -603,7 +633,7 @@ class Stage {
       L.line = L.coded;
     }
     if (extras & SHAPE) L.shape = L.shape << 5 | byte_class(c);
-    if (extras & GROUPS) {
+    if (extras & GROUPS_ANY) {
       const u64 g = c >= '0' && c <= '9'   ? '0'
                     : c >= 'a' && c <= 'z' ? 'a'
                     : c >= 'A' && c <= 'Z' ? 'A'
@@ -635,8 +665,9 @@ class Stage {
     size_t n = ring_.size() + (heads_.size() + line_heads_.size()) * sizeof(u64) + direct_.size();
     for (const auto& t : tables_) n += t.bytes();
     for (const auto& r : runs_) n += r.size() * sizeof(u32);
-    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &final_}) n += m->bytes();
-    for (const APM* a : {&nn_apm_, &apm1_, &apm2_, &match_apm_}) n += a->bytes();
+    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &mixer7_, &final_})
+      n += m->bytes();
+    for (const APM* a : {&nn_apm_, &apm1_, &apm2_, &match_apm_, &group_apm_}) n += a->bytes();
     return n;
   }
   void restore(const Stage& s) {
@@ -707,6 +738,9 @@ class Stage {
           bytes = u64(hash32(L.prev_word + L.last_num * 0x9E3779B1u)) << 32 | (L.value ? L.value : c1);
           break;
         case GROUPS_CTX: bytes = L.groups ^ u64(L.group_repeat); break;
+        case GROUP_WORD_CTX:  // the word by the last 4 groups
+          bytes = u64(hash32(u32(L.groups) + u32(L.group_repeat) * 0x9E3779B1u)) << 32 | L.word;
+          break;
         case LEFT_CTX: bytes = u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1; break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
@@ -744,8 +778,9 @@ class Stage {
 
     if (prm_.apm) apm2_.prefetch(1 | c1 << 8);
     if (prm_.nn) nn_apm_.prefetch(1 | c1 << 8);
-    // CLASS_MIX's and STATE_MIX's weight sets at bit 0: fixed for the byte
+    // CLASS_MIX's, STATE_MIX's and GROUP_MIX's weight sets at bit 0: fixed for the byte
     const int class0 = prm_.has(CLASS_MIX) ? class_set(L, 0) : 0, state0 = prm_.has(STATE_MIX) ? state_set(L, 0) : 0;
+    const int group0 = prm_.has(GROUP_MIX) ? group_set(L, 0) : 0;
     u8* node[MAX_INPUTS] = {};
     int c0 = 1;  // 1 followed by the bits of this byte so far
     int j = 1;   // the same within the current nibble: a bucket's node (1..15)
@@ -813,10 +848,10 @@ class Stage {
       int set1 = k + 8 * (expect[0] < 0 ? 0 : 1 + (band[0] >= 16) + (band[0] >= 28));
       if (prm_.has(MATCH_CTX) && mcx[0] != 0) set1 += 32 * (1 + int(mcx[0] & 1));  // by the expected bit
       const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
-      int x3 = 0, x4 = 0, x5 = 0, x6 = 0, xf[FINAL_INPUTS];
+      int x3 = 0, x4 = 0, x5 = 0, x6 = 0, x7 = 0, xf[FINAL_INPUTS];
       const int set3 = mixer3_set(L, k, prm_.has(DIGITS));
       const int set4 = std::min(seen, 15) * 8 + k + (prm_.has(FIELD_EQ) && L.field_eq ? 128 : 0);
-      const int set5 = class0 + k, set6 = state0 + k;
+      const int set5 = class0 + k, set6 = state0 + k, set7 = group0 + k;
       if (prm_.has(LAYERED)) {
         x3 = mixer3_.dot(x, set3);
         x4 = mixer4_.dot(x, set4);
@@ -824,6 +859,7 @@ class Stage {
         int nf = 4;
         if (prm_.has(CLASS_MIX)) xf[nf++] = x5 = mixer5_.dot(x, set5);
         if (prm_.has(STATE_MIX)) xf[nf++] = x6 = mixer6_.dot(x, set6);
+        if (prm_.has(GROUP_MIX)) xf[nf++] = x7 = mixer7_.dot(x, set7);
       }
       const int xm = prm_.has(LAYERED) ? final_.dot(xf, k) : (x1 + x2) >> 1;
       const int pm = tb.sq(xm);
@@ -836,6 +872,7 @@ class Stage {
         const int a2 = apm2_.p16(tb.st(pa), size_t(c0) | c1 << 8);
         p = (pa + 3 * a2) >> 2;
         if (prm_.has(MATCH_APM)) p = (3 * p + match_apm_.p16(xm, size_t(c0) | mcx[0] << 8)) >> 2;
+        if (prm_.has(GROUP_APM)) p = (3 * p + group_apm_.p16(xm, group_apm_context(L, c0))) >> 2;
       }
       const int y = io(clampi(p, 1, P16_MAX), sym < 0 ? -1 : (sym >> (7 - k)) & 1);
       // learn, every component from its own prediction
@@ -847,12 +884,14 @@ class Stage {
         final_.update(xf, k, y, tb.sq(xm));
         if (prm_.has(CLASS_MIX)) mixer5_.update(x, set5, y, tb.sq(x5));
         if (prm_.has(STATE_MIX)) mixer6_.update(x, set6, y, tb.sq(x6));
+        if (prm_.has(GROUP_MIX)) mixer7_.update(x, set7, y, tb.sq(x7));
       }
       if (prm_.nn) nn_apm_.update(y);
       if (prm_.apm) {
         apm1_.update(y);
         apm2_.update(y);
         if (prm_.has(MATCH_APM)) match_apm_.update(y);
+        if (prm_.has(GROUP_APM)) group_apm_.update(y);
       }
       for (int i = 0; i < nm && !runs_.empty(); ++i)
         if (run[i] && runx[i] >= 0) run_map_.update(tb, size_t(runx[i]), y, COUNT_LIMIT_MAX);
@@ -1045,8 +1084,8 @@ class Stage {
   static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
                        LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21,
                        PREDICTED_CTX = 22, LEFT_CTX = 23, LAST_NUMBER_CTX = 24,
-                       GROUPS_CTX = 25;
-  static constexpr int FINAL_INPUTS = 6;  // mixers 1-4, CLASS_MIX's, STATE_MIX's
+                       GROUPS_CTX = 25, GROUP_WORD_CTX = 26;
+  static constexpr int FINAL_INPUTS = 7;  // mixers 1-4, CLASS_MIX's, STATE_MIX's, GROUP_MIX's
 
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
   std::vector<Model> models_;
@@ -1064,9 +1103,9 @@ class Stage {
   StateMap run_map_;  // RUNS: by the model, the run's length, the bit position, b2 != b1 and b1's bit
   std::vector<u8> ring_;
   std::vector<u64> heads_;
-  Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, final_;
+  Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, mixer7_, final_;
   int n_final_ = 4;  // the final mixer's inputs
-  APM nn_apm_, apm1_, apm2_, match_apm_;
+  APM nn_apm_, apm1_, apm2_, match_apm_, group_apm_;
   int n_inputs_ = 0;
   u64 pos_ = 0;
 };
