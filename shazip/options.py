@@ -63,18 +63,19 @@ class Level:
     drop: tuple[str, ...] = ()  # models of that version it leaves out for their time (AdaptiveParams fields)
 
 
-# Levels 3-9 use stage version 13 (benchmarks/README.md, "Stage version 13"): version 12's run
-# inputs (the suite 0.5 % smaller at -6, every file) and version 13's groups context (0.5 % more).
-# Levels 3-8 leave out the sparse context: beside the groups it is worth +0.01 %, and its time pays
-# for theirs (the stage 7.4-7.8 µs/byte at the default's lanes, as version 12's, within its 8).
-# Level 9 adds version 14's three (a context, a mixer and an APM by the groups: 0.3-0.5 % for about
-# 1.3 µs/byte, where the model's one lane costs about seven times the stage). Level 2, the stage alone, keeps
+# Levels 3-6 use stage version 13 (benchmarks/README.md, "Stage version 13"): version 12's run
+# inputs (the suite 0.5 % smaller at -6, every file) and version 13's groups context (0.3 % more),
+# without the sparse context: beside the groups it is worth +0.01 %, and its time pays for theirs
+# (the stage 7.4-7.8 µs/byte at the default's lanes, as version 12's, within its 8). Levels 7-9
+# use all of version 14's, three more models of the groups (a context, a mixer, an APM: 0.3-0.5 %
+# smaller for about 1.3 µs/byte more, a few per cent of their time, where the model's long lanes
+# cost several times the stage's; "Stage version 14"). Level 2, the stage alone, keeps
 # version 11: there the stage is all of the time. Where every block is one lane (-2, -9) the stage's
 # models of a lane's own statistics are left out (LanePolicy.one_lane).
 LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 11, ONE_LANE), 3: Level(True, 13, 2048, ("sparse",)),
           4: Level(True, 13, 4096, ("sparse",)), 5: Level(True, 13, 8192, ("sparse",)),
-          6: Level(True, 13, 16384, ("sparse",)), 7: Level(True, 13, 65536, ("sparse",)),
-          8: Level(True, 13, 262144, ("sparse",)), 9: Level(True, 14, ONE_LANE)}
+          6: Level(True, 13, 16384, ("sparse",)), 7: Level(True, 14, 65536), 8: Level(True, 14, 262144),
+          9: Level(True, 14, ONE_LANE)}
 DEFAULT_LEVEL = 6
 
 
@@ -95,8 +96,8 @@ LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts t
               f"on a GPU up to {MAX_LANES} of 2 KB or more).")
 LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone, no neural model (-1 its version "
                "1 models), about 9x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower): "
-               "-6 (the default) lanes of 16 KB or more, -9 (--best) one lane per block and the stage's heaviest "
-               "models (on a GPU: up to 1024 lanes of 2 KB or more at every level).")
+               "-6 (the default) lanes of 16 KB or more, -7 .. -9 also the stage's heaviest models, -9 (--best) "
+               "one lane per block (on a GPU: up to 1024 lanes of 2 KB or more at every level).")
 DEFAULT_BLOCK_SIZE = 2 << 20
 # Input bytes per frame (an independent archive: frames.py). Each frame starts the adaptive
 # stage cold; measured in benchmarks/README.md "Frames".

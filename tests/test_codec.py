@@ -261,7 +261,7 @@ def test_golden_stage_version_2_to_14_archives(trained, text, version):
     recovering match), 7 (the line matches), 8 (the number and record contexts), 9 (the
     predicted-byte context, the class and state mixers; on by default), 10 (the table models; on
     by default for tables), 11 (the last-number context), 12 (the run inputs), 13 (the groups
-    context; levels 3-8) and 14 (the group word, mixer and APM; level 9): the same two calls as the version 1 golden files, frozen in
+    context; levels 3-6) and 14 (the group word, mixer and APM; levels 7-9): the same two calls as the version 1 golden files, frozen in
     golden-mixed-sV.shz and golden-solo-sV.shz; each version's parameters without its models
     write the version before's."""
     adapt = AdaptiveParams().at_version(version)
