@@ -733,7 +733,7 @@ def test_groups_by_hand():
     assert after(b"x = 12") == (pack(b"a = 0"), True)  # the 2 repeated the digits' group
     assert after(b"Ab") == (pack(b"Aa"), False)  # case changes the group
     assert after(b"AB") == (pack(b"A"), True)
-    assert after("é".encode() * 3) == (pack(bytes([128] * 6)), False)  # bytes >= 128: never one
+    assert after("é".encode() * 3) == (pack(bytes([128] * 6)), False)  # bytes >= 128: one group, each added
     assert after(b"((((((((((") == (pack(b"(" * 8), False)  # punctuation is always added
     assert after(b"a1b2c3d4e5") == (pack(b"a0a0a0a0"), False)  # 8 kept
 
