@@ -9,6 +9,7 @@ namespace shazip {
 
 using i8 = int8_t;
 using u8 = uint8_t;
+using u16 = uint16_t;
 using i32 = int32_t;
 using u32 = uint32_t;
 using i64 = int64_t;

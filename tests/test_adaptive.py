@@ -464,7 +464,7 @@ def test_version_5_to_8_headers(version):
     for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 14
+    assert AdaptiveParams().version == VERSION == 15
 
 
 def test_version_9_header():
@@ -664,7 +664,8 @@ def test_version_10_models_round_trip_and_count():
 
 def test_table_models_follow_the_input():
     """A level's stage keeps version 10's table models for a table and leaves them out elsewhere
-    (its archive is then version 9's, byte for byte); explicit parameters are kept as they are."""
+    (its archive is then version 9's, byte for byte), and leaves version 15's tokens context out of
+    a table only; explicit parameters are kept as they are."""
     rows = b"".join(b"%d,KX%c,Town %d,AK,%.4f\n" % (i, 65 + i % 26, i % 7, i / 7) for i in range(40))
     assert looks_tabular(rows) and looks_tabular(rows.replace(b",", b"\t"))
     prose = b"".join(b"so, " * (i % 4) + b"the wind blew; it was cold\n" for i in range(40))
@@ -672,8 +673,9 @@ def test_table_models_follow_the_input():
     assert not looks_tabular(b"one, two, three\nfour\n" * 40)
     assert looks_tabular(b"one, two, three\n" * 40)  # a count kept from line to line
     assert not looks_tabular(rows.split(b"\n", 3)[0] + b"\n")  # too few lines to tell
-    assert AdaptiveParams().for_data(rows) == AdaptiveParams()
+    assert AdaptiveParams().for_data(rows) == replace(AdaptiveParams(), tokens=False)
     assert AdaptiveParams().for_data(prose) == replace(AdaptiveParams(), cell_left=False, cell_order=False)
+    assert AdaptiveParams().at_version(14).for_data(rows) == AdaptiveParams().at_version(14)
     assert AdaptiveParams().at_version(10).for_data(prose) == AdaptiveParams().at_version(9)
     assert AdaptiveParams().at_version(1).for_data(rows) == AdaptiveParams().at_version(1)
 
@@ -770,3 +772,54 @@ def test_version_14_models_round_trip_and_count():
     assert_adds_model("group_apm", 14, SMALL.at_version(1))
     assert_refused_without(replace(SMALL.at_version(1), group_apm=True), "apm", 14, "the group APM without the APMs",
                            "group APM needs the APMs")
+
+
+def test_tokens_by_hand():
+    """Version 15's tokens (structure_after's items 26 and 27): the hash of the current token (a
+    run of letters, digits, '_', '$' and bytes >= 128; 0 outside one) and the last 3 tokens ended,
+    the latest first, a punctuation byte being a token of its own (256 + byte) and spaces none."""
+    after = lambda data: core.load().structure_after(data)[26:28]  # noqa: E731
+
+    def tok(word: bytes) -> int:
+        t = 0
+        for c in word:
+            t = hash32((t + c + 1) & 0xFFFFFFFF) | 1
+        return t
+
+    assert after(b"") == (0, [0, 0, 0])
+    assert after(b"ab") == (tok(b"ab"), [0, 0, 0])
+    assert after(b"x = y") == (tok(b"y"), [256 + ord("="), tok(b"x"), 0])
+    assert after(b"a.b(") == (0, [256 + ord("("), tok(b"b"), 256 + ord(".")])
+    assert after(b"$el_2\r\n\t") == (0, [tok(b"$el_2"), 0, 0])
+    assert after("é1".encode()) == (tok("é1".encode()), [0, 0, 0])  # bytes >= 128 belong to tokens
+    assert after(b"if (a) {") == (0, [256 + ord("{"), 256 + ord(")"), tok(b"a")])  # 3 kept
+
+
+def test_indirect_by_hand():
+    """Version 15's indirect tables: for the byte after the input, the last 2 bytes (the latest
+    low) that followed its last byte, its last 2 bytes and (hashed) its last 3 bytes."""
+    after = core.load().indirect_after
+    assert after(b"", 16) == [0, 0, 0]
+    assert after(b"abab", 16) == [ord("a"), ord("a"), 0]  # "b" and "ab" were followed by "a"; "bab" never
+    assert after(b"xaxbx", 16)[0] == ord("a") << 8 | ord("b")  # two bytes kept, the latest low
+    assert after(b"xyzaxyzbxyz", 16) == [ord("a") << 8 | ord("b")] * 3
+    assert after(b"xaxbxcx", 12)[0] == ord("b") << 8 | ord("c")  # the older ones shifted out
+
+
+def test_version_15_header():
+    """A version 15 header is version 14's twelve bytes with its two models' bits (27 and 28);
+    one without them, or with a later version's bit, is damaged, and version 14 does not know them."""
+    p, before = AdaptiveParams().at_version(15), AdaptiveParams().at_version(14)
+    assert p.version == 15 and AdaptiveParams.unpack(p.pack(), 15) == p
+    assert p.pack() == before.pack()[:11] + bytes([before.pack()[11] | 0b11000]) and len(p.pack()) == PARAMS_BYTES[15]
+    for bad in [before.pack(), p.pack()[:11] + bytes([p.pack()[11] | 0b100000]), p.pack() + b"\x00"]:
+        with pytest.raises(CorruptArchive):
+            AdaptiveParams.unpack(bad, 15)
+    with pytest.raises(CorruptArchive):
+        AdaptiveParams.unpack(p.pack(), 14)
+
+
+def test_version_15_models_round_trip_and_count():
+    """The tokens and indirect contexts, each on version 14's stage and on version 1's models."""
+    for flag in ("tokens", "indirect"):
+        assert_adds_model(flag, 15, SMALL.at_version(1))

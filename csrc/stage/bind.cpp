@@ -64,7 +64,8 @@ Lane lane_after(const std::string& s) {
 // field_above, field_eq, the current field's hash, the digits ending there, mixer 3's weight set
 // at bit 0 with DIGITS, NUMBER's digits before the point, after it and whether it has one, and
 // CLASS_MIX's and STATE_MIX's weight sets at bit 0, the cell, this line's cell starts, the next
-// byte's left and left_eq, up and up_eq, the last number, and GROUPS's groups and repeat)
+// byte's left and left_eq, up and up_eq, the last number, GROUPS's groups and repeat, and TOKENS's
+// current token and last 3 tokens)
 py::tuple structure_after(const py::bytes& data) {
   const Lane L = lane_after(std::string(data));
   std::vector<u32> starts(L.field_start.begin(), L.field_start.begin() + L.field + 1);
@@ -73,7 +74,21 @@ py::tuple structure_after(const py::bytes& data) {
                         L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true), L.num_int, L.num_frac,
                         L.num_point, Stage::class_set(L, 0), Stage::state_set(L, 0), L.cell,
                         std::vector<u32>(L.cell_start.begin(), L.cell_start.begin() + L.cell + 1), L.left, L.left_eq,
-                        L.up, L.up_eq, L.last_num, L.groups, L.group_repeat);
+                        L.up, L.up_eq, L.last_num, L.groups, L.group_repeat, L.token,
+                        std::vector<u32>(L.tokens.begin(), L.tokens.end()));
+}
+
+// INDIRECT's entries for the byte after `data` (one lane, tables of `table_bits`): what followed its
+// last 1, 2 and 3 bytes the last two times
+std::array<u32, 3> indirect_after(const py::bytes& data, int table_bits) {
+  require(table_bits >= 12 && table_bits <= 24, "table_bits in [12, 24]");
+  Indirect ind(table_bits);
+  u64 hist = 0;
+  for (unsigned char c : std::string(data)) {
+    ind.update(hist, c);
+    hist = hist << 8 | c;
+  }
+  return ind.entries(hist);
 }
 
 // CELL_ORDER's and CELL_LEFT's map contexts after `data`, at bit k with the bits so far c0
@@ -193,6 +208,7 @@ void bind_stage(py::module_& m) {
   m.def("mixer_step", &mixer_step, py::arg("stage"), py::arg("w"), py::arg("x"), py::arg("y"), py::arg("lr"),
         py::arg("warm") = 0, py::arg("seen") = 0);
   m.def("structure_after", &structure_after);
+  m.def("indirect_after", &indirect_after);
   m.def("cell_contexts", &cell_contexts);
   m.def("byte_class", [](int c) {
     require(c >= 0 && c < 256, "a byte");

@@ -234,6 +234,23 @@
 //                  k; its output is the final mixer's next input, after STATE_MIX's.
 //   GROUP_APM      (needs the APMs) an APM of x_mix in context g2 >> 16 after MATCH_APM's: p = floor((3 p +
 //                  its P16) / 4).
+// VERSION 15 adds two more for the heaviest levels, bits 27 and 28 of extras (0 gives version 14's stage,
+// unchanged):
+//   inputs order   three more context models after GROUP_WORD's (or where it would be): TOKENS's, then
+//                  INDIRECT's three.
+//   TOKENS         a token is a run of letters, digits, '_', '$' and bytes >= 128; a space, tab, CR or LF
+//                  ends one, any other byte ends one and is a token of its own. The lane keeps the hash of
+//                  the current token (t = 0 outside one; on a token byte c, t = hash32(t + c + 1) | 1) and
+//                  the last 3 tokens ended (a token's t, or 256 + the byte for a one-byte token; the latest
+//                  first, 0 while none). Contexts: hash of tok1 << 32 | t; of hash32(tok2 + tok1 *
+//                  0x9E3779B1) << 32 | t; of hash32(tok3 + hash32(tok2 + tok1 * 0x9E3779B1)) << 32 | t: the
+//                  next token by the tokens before it, whatever their lengths (`this.options.` `var x =`).
+//   INDIRECT       three tables shared by the lanes of the last 2 bytes (u16, the latest in the low byte)
+//                  that followed each order-1 context (256 entries), order-2 context (65536) and hashed
+//                  order-3 context (2**(table_bits - 1) entries, index hash32(c3 c2 c1) >> (33 -
+//                  table_bits)); after byte c of a lane they become e << 8 | c for the lane's contexts
+//                  before c. Contexts: hash of i1 << 8 | c1, of i2 << 16 | c2 c1, of i3 << 24 | c3 c2 c1
+//                  (i: the entry of that order's context): what followed this context the last times.
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -287,7 +304,9 @@ enum Extra : u32 {
   GROUP_MIX = 33554432,   // version 14: a mixer by the last 3 groups
   GROUP_APM = 67108864,   // version 14: an APM by the last 2 groups and the bits so far
   GROUPS_ANY = GROUPS | GROUP_WORD | GROUP_MIX | GROUP_APM,
-  EXTRAS_ALL = 134217727,
+  TOKENS = 134217728,     // version 15: the current token by the last 1, 2 and 3 tokens
+  INDIRECT = 268435456,   // version 15: the last 2 bytes that followed the order-1, 2 and 3 contexts
+  EXTRAS_ALL = 536870911,
 };
 
 struct Params {
@@ -378,6 +397,29 @@ struct Lane {
   // group repeated the latest (a letter or digit within a word or number: not added again)
   u64 groups = 0;
   bool group_repeat = false;
+  // TOKENS: the hash of the current token (0 outside one) and the last 3 tokens ended, the latest first
+  u32 token = 0;
+  std::array<u32, 3> tokens{};
+};
+
+// INDIRECT's tables, shared by the lanes: the last 2 bytes (the latest low) that followed each
+// order-1, order-2 and hashed order-3 context
+class Indirect {
+ public:
+  Indirect() = default;
+  explicit Indirect(int table_bits) : o1_(256), o2_(65536), o3_(size_t(1) << (table_bits - 1)), shift_(33 - table_bits) {}
+  // the entries of a lane's contexts (its last bytes `hist`, the latest low)
+  std::array<u32, 3> entries(u64 hist) const { return {o1_[hist & 0xFF], o2_[hist & 0xFFFF], o3_[index3(hist)]}; }
+  // byte c followed the contexts of `hist`
+  void update(u64 hist, int c) {
+    for (u16* e : {&o1_[hist & 0xFF], &o2_[hist & 0xFFFF], &o3_[index3(hist)]}) *e = u16(*e << 8 | c);
+  }
+  size_t bytes() const { return (o1_.size() + o2_.size() + o3_.size()) * sizeof(u16); }
+
+ private:
+  size_t index3(u64 hist) const { return hash32(u32(hist & 0xFFFFFF)) >> shift_; }
+  std::vector<u16> o1_, o2_, o3_;
+  int shift_ = 32;
 };
 
 // Where a byte is being coded: which history bytes are already known to the decoder
@@ -419,6 +461,11 @@ class Stage {
     if (p.has(LAST_NUMBER)) orders.push_back(LAST_NUMBER_CTX);
     if (p.has(GROUPS)) orders.push_back(GROUPS_CTX);
     if (p.has(GROUP_WORD)) orders.push_back(GROUP_WORD_CTX);
+    if (p.has(TOKENS)) orders.insert(orders.end(), {TOKEN1, TOKEN2, TOKEN3});
+    if (p.has(INDIRECT)) {
+      orders.insert(orders.end(), {INDIRECT1, INDIRECT2, INDIRECT3});
+      indirect_ = Indirect(p.table_bits);
+    }
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
     if ((p.has(CLASS_MIX) || p.has(STATE_MIX) || p.has(GROUP_MIX)) && !p.has(LAYERED))
@@ -642,6 +689,18 @@ class Stage {
       L.group_repeat = (g == '0' || g == 'a' || g == 'A') && (L.groups & 255) == g;
       if (!L.group_repeat) L.groups = L.groups << 8 | g;
     }
+    if (extras & TOKENS) {
+      const bool in_token = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                            c == '$' || c >= 128;
+      const auto push = [&L](u32 t) { L.tokens = {t, L.tokens[0], L.tokens[1]}; };
+      if (in_token) {
+        L.token = hash32(L.token + u32(c) + 1) | 1u;
+      } else {
+        if (L.token) push(L.token);
+        L.token = 0;
+        if (c != ' ' && c != '\t' && c != '\r' && c != '\n') push(256 + u32(c));
+      }
+    }
     if (extras & (BRACKETS | STATE_MIX)) {
       if (L.quoted) {
         L.quoted = !(c == '"' && before != '\\');
@@ -662,7 +721,8 @@ class Stage {
   const Params& params() const { return prm_; }
   u64 position() const { return pos_; }
   size_t bytes() const {
-    size_t n = ring_.size() + (heads_.size() + line_heads_.size()) * sizeof(u64) + direct_.size();
+    size_t n = ring_.size() + (heads_.size() + line_heads_.size()) * sizeof(u64) + direct_.size() +
+               indirect_.bytes();
     for (const auto& t : tables_) n += t.bytes();
     for (const auto& r : runs_) n += r.size() * sizeof(u32);
     for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &mixer7_, &final_})
@@ -715,6 +775,7 @@ class Stage {
     };
     if (prm_.has(FIELDS) || prm_.has(FIELD_EQ)) L.above = field_above(L, lane_byte);
     if (prm_.has(CELLS)) cells_before(L, lane_byte);
+    const std::array<u32, 3> ind = prm_.has(INDIRECT) ? indirect_.entries(L.hist) : std::array<u32, 3>{};
     u32 ctx[MAX_INPUTS];
     for (int i = 0; i < nm; ++i) {
       const int o = models_[i].order;
@@ -741,6 +802,14 @@ class Stage {
         case GROUP_WORD_CTX:  // the word by the last 4 groups
           bytes = u64(hash32(u32(L.groups) + u32(L.group_repeat) * 0x9E3779B1u)) << 32 | L.word;
           break;
+        case TOKEN1: bytes = u64(L.tokens[0]) << 32 | L.token; break;
+        case TOKEN2: bytes = u64(hash32(L.tokens[1] + L.tokens[0] * 0x9E3779B1u)) << 32 | L.token; break;
+        case TOKEN3:
+          bytes = u64(hash32(L.tokens[2] + hash32(L.tokens[1] + L.tokens[0] * 0x9E3779B1u))) << 32 | L.token;
+          break;
+        case INDIRECT1: bytes = u64(ind[0]) << 8 | c1; break;
+        case INDIRECT2: bytes = u64(ind[1]) << 16 | (L.hist & 0xFFFF); break;
+        case INDIRECT3: bytes = u64(ind[2]) << 24 | (L.hist & 0xFFFFFF); break;
         case LEFT_CTX: bytes = u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1; break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
@@ -996,6 +1065,7 @@ class Stage {
     Lane& L = lanes[b];
     const u64 pos = at.base + b * at.span + L.coded;
     const int before = int(L.hist & 0xFF);
+    if (prm_.has(INDIRECT)) indirect_.update(L.hist, c);  // what followed the lane's contexts before c
     L.hist = (L.hist << 8) | u64(c);
     const int lc = (c >= 'A' && c <= 'Z') ? c + 32 : c;
     if (lc >= 'a' && lc <= 'z') {
@@ -1084,7 +1154,8 @@ class Stage {
   static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
                        LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21,
                        PREDICTED_CTX = 22, LEFT_CTX = 23, LAST_NUMBER_CTX = 24,
-                       GROUPS_CTX = 25, GROUP_WORD_CTX = 26;
+                       GROUPS_CTX = 25, GROUP_WORD_CTX = 26, TOKEN1 = 27, TOKEN2 = 28, TOKEN3 = 29,
+                       INDIRECT1 = 30, INDIRECT2 = 31, INDIRECT3 = 32;
   static constexpr int FINAL_INPUTS = 7;  // mixers 1-4, CLASS_MIX's, STATE_MIX's, GROUP_MIX's
 
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
@@ -1103,6 +1174,7 @@ class Stage {
   StateMap run_map_;  // RUNS: by the model, the run's length, the bit position, b2 != b1 and b1's bit
   std::vector<u8> ring_;
   std::vector<u64> heads_;
+  Indirect indirect_;  // INDIRECT's tables
   Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, mixer7_, final_;
   int n_final_ = 4;  // the final mixer's inputs
   APM nn_apm_, apm1_, apm2_, match_apm_, group_apm_;
