@@ -236,8 +236,8 @@
 //                  its P16) / 4).
 // VERSION 15 adds two more for the heaviest levels, bits 27 and 28 of extras (0 gives version 14's stage,
 // unchanged):
-//   inputs order   three more context models after GROUP_WORD's (or where it would be): TOKENS's, then
-//                  INDIRECT's three.
+//   inputs order   six more context models after GROUP_WORD's (or where it would be): TOKENS's three,
+//                  then INDIRECT's three.
 //   TOKENS         a token is a run of letters, digits, '_', '$' and bytes >= 128; a space, tab, CR or LF
 //                  ends one, any other byte ends one and is a token of its own. The lane keeps the hash of
 //                  the current token (t = 0 outside one; on a token byte c, t = hash32(t + c + 1) | 1) and
