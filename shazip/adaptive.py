@@ -141,6 +141,16 @@ class AdaptiveParams:
         ones before it, whatever their lengths (`this.options.`, `var x =`).
     indirect: three contexts of what followed the order-1, 2 and 3 contexts the last two times,
         with those contexts: a byte pair that tends to recur after this one.
+    Version 16 adds three:
+    slow_final: the final mixer (needs `layered`) learns at a quarter of the other mixers' rate:
+        it weighs a handful of mixers' outputs, which a fast rate makes it chase from bit to bit
+        (0.5 % smaller on the suite at every level, prose too, for no time; every level but -1).
+    places: a number's places so far (digits before and after its point) with the last byte only:
+        a digit by its place and the digit before it, which the number context's last two bytes
+        split ten ways more (the last digits of converted coordinates, of counters); levels 7-9.
+    cell_up: the byte above in this cell, whether the cell so far repeats the one above, the
+        cell and the byte's offset in it: a sorted column's codes, a column's repeats, by place
+        rather than by the last byte (levels 7-9, on tables, as version 10's models).
     """
 
     table_bits: int = 22
@@ -184,6 +194,9 @@ class AdaptiveParams:
     group_apm: bool = True
     tokens: bool = True
     indirect: bool = True
+    slow_final: bool = True
+    places: bool = True
+    cell_up: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -198,10 +211,11 @@ class AdaptiveParams:
 
     def for_data(self, data: bytes) -> AdaptiveParams:
         """These parameters for an input that begins with `data`: without version 10's table models
-        unless it looks like a table (`looks_tabular`), and without version 15's tokens context where
-        it does. Measured (benchmarks/README.md, "Stage version 10", "Stage version 15"): the table
-        models shrink a CSV 5.2 % and an access log 1.0 %, but would cost prose up to 0.04 %; the
-        tokens context shrinks code 0.3-0.7 %, but costs tables up to 0.6 %."""
+        (and version 16's cell context) unless it looks like a table (`looks_tabular`), and without
+        version 15's tokens context where it does. Measured (benchmarks/README.md, "Stage version
+        10", "Stage version 15"): the table models shrink a CSV 5.2 % and an access log 1.0 %, but
+        would cost prose up to 0.04 %; the tokens context shrinks code 0.3-0.7 %, but costs tables
+        up to 0.6 %."""
         if looks_tabular(data):
             return replace(self, **dict.fromkeys(TEXT_FLAGS, False))
         return replace(self, **dict.fromkeys(TABLE_FLAGS, False))
@@ -214,7 +228,7 @@ class AdaptiveParams:
     def at_version(self, version: int) -> AdaptiveParams:
         """These parameters without the models of stage versions after `version` (EXTRAS_OF):
         what that version's shazip wrote (version 1: shazip 0.5, 2: 0.6, 3: 0.7, 4: 0.8, 5: 0.9, 6: 0.10,
-        7: 0.11, 8: 0.12, 9: 0.13, 10: 0.14, 11: 0.15, 12: 0.16, 13 and 14: 0.17, 15: 0.18)."""
+        7: 0.11, 8: 0.12, 9: 0.13, 10: 0.14, 11: 0.15, 12: 0.16, 13 and 14: 0.17, 15: 0.18, 16: 0.19)."""
         return replace(self, **dict.fromkeys(EXTRA_FLAGS[EXTRAS_OF[version]:], False))
 
     @property
@@ -230,7 +244,7 @@ class AdaptiveParams:
 
     def pack(self) -> bytes:
         """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3,
-        10 for 4 to 8, 11 for 9 to 13, 12 for 14 and 15 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
+        10 for 4 to 8, 11 for 9 to 13, 12 for 14 to 16 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
         orders = sum(1 << (o - 1) for o in self.orders)
         models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
         blob = struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
@@ -252,10 +266,12 @@ class AdaptiveParams:
                 or (extras >> EXTRA_FLAGS.index("digits") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)
                 or (extras >> EXTRA_FLAGS.index("class_mix") & 3 and not extras >> EXTRA_FLAGS.index("layered") & 1)
                 or (extras >> EXTRA_FLAGS.index("group_mix") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)
+                or (extras >> EXTRA_FLAGS.index("slow_final") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)
                 or (extras >> EXTRA_FLAGS.index("group_apm") & 1 and not models >> MODEL_FLAGS.index("apm") & 1)
                 or (extras >> EXTRA_FLAGS.index("recover") & 1 and not models >> MODEL_FLAGS.index("match") & 1)):
             raise CorruptArchive("adaptive stage parameters are damaged (unknown models, no context order, "
                                  "digits without layered, the class, state or group mixer without layered, "
+                                 "the slow final mixer without layered, "
                                  "recover without match, the group APM without the APMs)")
         flags = {name: bool(models >> i & 1) for i, name in enumerate(MODEL_FLAGS)}
         flags.update({name: bool(extras >> i & 1) for i, name in enumerate(EXTRA_FLAGS)})
@@ -266,27 +282,30 @@ class AdaptiveParams:
         return p
 
 
-VERSION = 15  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
+VERSION = 16  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
 # What this shazip decodes: each version is the next one without the models it added.
-VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
-PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10, 8: 10, 9: 11, 10: 11, 11: 11, 12: 11, 13: 11, 14: 12, 15: 12}
+VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
+PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10, 8: 10, 9: 11, 10: 11, 11: 11, 12: 11, 13: 11, 14: 12, 15: 12,
+                16: 12}
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
 # bit i of `extras`: version 2's seven models, then version 3's, version 4's three, versions 5's to 7's one
 # each, version 8's two, version 9's three, version 10's two, versions 11's to 13's one each, version 14's three,
-# version 15's two
+# version 15's two, version 16's three (the fourth byte's last bits)
 EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
                "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",
                "predicted", "class_mix", "state_mix", "cell_left", "cell_order",
-               "last_number", "runs", "groups", "group_word", "group_mix", "group_apm", "tokens", "indirect")
+               "last_number", "runs", "groups", "group_word", "group_mix", "group_apm", "tokens", "indirect",
+               "slow_final", "places", "cell_up")
 # how many of EXTRA_FLAGS each version has
-EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22, 12: 23, 13: 24, 14: 27, 15: 29}
-TABLE_FLAGS = EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]]  # version 10's models, for tables only (`for_data`)
+EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22, 12: 23, 13: 24, 14: 27, 15: 29, 16: 32}
+# version 10's models and version 16's cell context, for tables only (`for_data`)
+TABLE_FLAGS = EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]] + ("cell_up",)
 TEXT_FLAGS = ("tokens",)  # version 15's model for what is no table (`for_data`)
-# What archives may ask for: at most 31 hashed tables of 2**24 bytes (7 orders, 2 word, column,
+# What archives may ask for: at most 33 hashed tables of 2**24 bytes (7 orders, 2 word, column,
 # sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2, version 9's 1, version 10's 1,
-# version 11's 1, version 13's 1, version 14's 1 and version 15's 6) with version 12's run tables of
-# 2**19 entries each, version 15's order-3 indirect table of 2**23 u16, a 2**26-byte history and 2**24
-# match entries (about 0.8 GB), whatever a damaged or hostile header says.
+# version 11's 1, version 13's 1, version 14's 1, version 15's 6 and version 16's 2) with version 12's
+# run tables of 2**19 entries each, version 15's order-3 indirect table of 2**23 u16, a 2**26-byte
+# history and 2**24 match entries (about 0.85 GB), whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
                   "mixer_lr": (1, 64)}
 TABULAR_SAMPLE = 1 << 16  # bytes of an input's start that `looks_tabular` reads

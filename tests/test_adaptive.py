@@ -464,7 +464,7 @@ def test_version_5_to_8_headers(version):
     for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 15
+    assert AdaptiveParams().version == VERSION == 16
 
 
 def test_version_9_header():
@@ -643,7 +643,7 @@ def test_cells_by_hand():
     assert cells(b"," * 20)[0:1] == (15,)  # at most 16 cells: the last takes the rest
     # CELL_ORDER's map context (((min(cell, 7) * 2 + up_eq) * 4 + r) * 2 + u) * 8 + k and CELL_LEFT's
     # band min(cell, 7) * 2 + left_eq; up 'M' = 0b01001101 under "00M" / "00"
-    ctx = core.load().cell_contexts
+    ctx = lambda data, k, c0: core.load().cell_contexts(data, k, c0)[:2]  # noqa: E731
     up_m = b"00M,x\n00"
     assert ctx(up_m, 0, 1) == ((((0 * 2 + 1) * 4 + 1) * 2 + 0) * 8 + 0, 0)  # r = 1 (equal so far), u = 0
     assert ctx(up_m, 2, 0b101) == ((((0 * 2 + 1) * 4 + 1) * 2 + 0) * 8 + 2, 0)  # bits 01 as up's, its bit 2 is 0
@@ -658,14 +658,14 @@ def test_cells_by_hand():
 def test_version_10_models_round_trip_and_count():
     """Each table model on version 9's stage, and on version 1's models without the match model or
     the column model (the history ring is then theirs)."""
-    for flag in TABLE_FLAGS:
+    for flag in EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]]:
         assert_adds_model(flag, 10, replace(SMALL.at_version(1), match=False, column=False))
 
 
 def test_table_models_follow_the_input():
-    """A level's stage keeps version 10's table models for a table and leaves them out elsewhere
-    (its archive is then version 9's, byte for byte), and leaves version 15's tokens context out of
-    a table only; explicit parameters are kept as they are."""
+    """A level's stage keeps version 10's table models (and version 16's cell context) for a table
+    and leaves them out elsewhere (its archive is then version 9's, byte for byte), and leaves
+    version 15's tokens context out of a table only; explicit parameters are kept as they are."""
     rows = b"".join(b"%d,KX%c,Town %d,AK,%.4f\n" % (i, 65 + i % 26, i % 7, i / 7) for i in range(40))
     assert looks_tabular(rows) and looks_tabular(rows.replace(b",", b"\t"))
     prose = b"".join(b"so, " * (i % 4) + b"the wind blew; it was cold\n" for i in range(40))
@@ -674,7 +674,8 @@ def test_table_models_follow_the_input():
     assert looks_tabular(b"one, two, three\n" * 40)  # a count kept from line to line
     assert not looks_tabular(rows.split(b"\n", 3)[0] + b"\n")  # too few lines to tell
     assert AdaptiveParams().for_data(rows) == replace(AdaptiveParams(), tokens=False)
-    assert AdaptiveParams().for_data(prose) == replace(AdaptiveParams(), cell_left=False, cell_order=False)
+    assert AdaptiveParams().for_data(prose) == replace(AdaptiveParams(), cell_left=False, cell_order=False,
+                                                       cell_up=False)
     assert AdaptiveParams().at_version(14).for_data(rows) == AdaptiveParams().at_version(14)
     assert AdaptiveParams().at_version(10).for_data(prose) == AdaptiveParams().at_version(9)
     assert AdaptiveParams().at_version(1).for_data(rows) == AdaptiveParams().at_version(1)
@@ -823,3 +824,61 @@ def test_version_15_models_round_trip_and_count():
     """The tokens and indirect contexts, each on version 14's stage and on version 1's models."""
     for flag in ("tokens", "indirect"):
         assert_adds_model(flag, 15, SMALL.at_version(1))
+
+
+def test_places_context_by_hand():
+    """Version 16's places context: in a number, its digits before and after the point, whether it
+    has one, and the last byte alone; outside a number 0 (order 0)."""
+    ctx = core.load().places_context
+    assert ctx(b"x -31.953") == 2 << 32 | 3 << 24 | 1 << 20 | ord("3")
+    assert ctx(b"x 104.") == 3 << 32 | 0 << 24 | 1 << 20 | ord(".")
+    assert ctx(b"id 7") == 1 << 32 | ord("7")
+    assert ctx(b"x 12a") == ctx(b"") == ctx(b"1,") == 0
+
+
+def test_cell_up_context_by_hand():
+    """Version 16's cell context (cell_contexts' third item): the byte above in this cell (256 +
+    byte, 0: none), whether the cell so far repeats it, the cell and the byte's offset in it (to 15)."""
+    ctx = lambda data: core.load().cell_contexts(data, 0, 1)[2]  # noqa: E731
+    up = lambda byte, eq, cell, offset: (256 + byte if byte else 0) << 24 | eq << 20 | cell << 12 | offset  # noqa: E731
+    assert ctx(b"00M,Thigpen\n00R,Li") == up(ord("i"), False, 1, 2)  # after "Li" under "Thigpen": 'i' above
+    assert ctx(b"00M,x\n00") == up(ord("M"), True, 0, 2)  # "00" repeats "00M" so far
+    assert ctx(b"00M,x\n01") == up(ord("M"), False, 0, 2)
+    assert ctx(b"a,b\nc,d,") == up(0, True, 2, 0)  # no cell 2 above
+    assert ctx(b"x," + b"y" * 40) == up(0, False, 1, 15)  # offsets counted to 15; no byte above to repeat
+    assert ctx(b"") == up(0, True, 0, 0)
+
+
+def test_slow_final_mixer_rate():
+    """Version 16's slow final mixer learns at a quarter of the mixers' rate, at least 1; without
+    it at theirs."""
+    for lr, slow in ((16, 4), (3, 1), (64, 16), (7, 1)):
+        p = replace(SMALL, mixer_lr=lr)
+        assert AdaptiveStage(p).native.final_rate == slow
+        assert AdaptiveStage(replace(p, slow_final=False)).native.final_rate == lr
+
+
+def test_version_16_header():
+    """A version 16 header is version 15's twelve bytes with its three models' bits (29 to 31); one
+    without them is damaged, and version 15 does not know them."""
+    p, before = AdaptiveParams().at_version(16), AdaptiveParams().at_version(15)
+    assert p.version == 16 and AdaptiveParams.unpack(p.pack(), 16) == p
+    assert p.pack() == before.pack()[:11] + bytes([before.pack()[11] | 0b11100000]) and len(p.pack()) == PARAMS_BYTES[16]
+    for bad in [before.pack(), p.pack() + b"\x00"]:
+        with pytest.raises(CorruptArchive):
+            AdaptiveParams.unpack(bad, 16)
+    with pytest.raises(CorruptArchive):
+        AdaptiveParams.unpack(p.pack(), 15)
+
+
+def test_version_16_models_round_trip_and_count():
+    """The slow final mixer on version 15's stage and on version 1's models with the layered mixers
+    (which it needs: without them it is refused); the places context on version 1's models; the cell
+    context on version 1's without the match model or the column model (the history ring is then
+    its own)."""
+    bare = replace(SMALL.at_version(1), layered=True)
+    assert_adds_model("slow_final", 16, bare)
+    assert_refused_without(replace(bare, slow_final=True), "layered", 16, "slow final mixer without layered",
+                           "slow final mixer needs")
+    assert_adds_model("places", 16, SMALL.at_version(1))
+    assert_adds_model("cell_up", 16, replace(SMALL.at_version(1), match=False, column=False))

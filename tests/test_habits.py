@@ -122,12 +122,13 @@ def test_an_empty_file_costs_little(tmp_path):
 def test_levels_record_what_they_chose_and_decode_without_being_told(trained, text):
     """-1 and -2 code with the adaptive stage alone (no NN input; version 1's and version 11's
     models, here without its table models: this wiki markup is no table) in one lane; -3 .. -6
-    add version 13's models but the sparse context, -7 .. -9 version 15's, and the model in ever
+    add version 13's models but the sparse context, -7 .. -9 every model, and the model in ever
     longer lanes (2 KB at -3, 16 KB at the default -6, one lane at -9; four times longer on repetitive
     text, as this wiki markup is, but not fewer than 8 where the plain rule gives that many, and
     not on text zstd shrinks less than 3-fold). Where every block is one lane (-2, -9) the
-    stage leaves out its models of a lane's own statistics. The archive records every choice:
-    decoding takes no level."""
+    stage leaves out its models of a lane's own statistics. Every level but -1 has version 16's
+    slow final mixer (its archive is version 16). The archive records every choice: decoding
+    takes no level."""
     from shazip.adaptive import AdaptiveParams
     from shazip.container import describe
     data = text[:40000]
@@ -139,10 +140,11 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
         assert params.nn == (level >= 3) and params.runs == params.groups == (level >= 3)
         assert params.group_word == params.group_mix == params.group_apm == (level >= 7)
         assert params.tokens == params.indirect == (level >= 7)
-        assert head["adapt_version"] == (1 if level == 1 else 11 if level == 2 else 15 if level >= 7 else 13)
+        assert params.places == (level >= 7) and params.slow_final == (level >= 2)
+        assert head["adapt_version"] == (1 if level == 1 else 16)
         assert params.sparse == (level <= 2 or level >= 7)
         assert params.local_ctx == params.local_match == (3 <= level <= 8)
-        assert params.cell_left is params.cell_order is False
+        assert params.cell_left is params.cell_order is params.cell_up is False
         lanes[level] = [b["lanes"] for b in head["blocks"]]
         assert shazip.decompress(blob, model=trained) == data
     assert [lanes[k] for k in range(1, 10)] == [[1], [1], [8], [8], [1], [1], [1], [1], [1]]

@@ -91,11 +91,12 @@ std::array<u32, 3> indirect_after(const py::bytes& data, int table_bits) {
   return ind.entries(hist);
 }
 
-// CELL_ORDER's and CELL_LEFT's map contexts after `data`, at bit k with the bits so far c0
+// CELL_ORDER's and CELL_LEFT's map contexts after `data`, at bit k with the bits so far c0, and
+// CELL_UP's context bytes
 py::tuple cell_contexts(const py::bytes& data, int k, int c0) {
   require(k >= 0 && k < 8 && c0 >> k == 1, "bit k in 0..7 and c0 with k bits after its leading 1");
   const Lane L = lane_after(std::string(data));
-  return py::make_tuple(Stage::order_context(L, k, c0), Stage::left_band(L));
+  return py::make_tuple(Stage::order_context(L, k, c0), Stage::left_band(L), Stage::up_context(L));
 }
 
 // RECOVER's state after byte c: (ptr, len, misses) from the recovering match's (ptr, len, misses)
@@ -169,6 +170,7 @@ void bind_stage(py::module_& m) {
       .def("restore", &Stage::restore)
       .def_property_readonly("position", &Stage::position)
       .def_property_readonly("bytes", &Stage::bytes)
+      .def_property_readonly("final_rate", [](const Stage& s) { return Stage::final_rate(s.params()); })
       .def("squash", [](const Stage& s, int x) { return s.tables().sq(x); })
       .def("stretch", [](const Stage& s, int p) { return s.tables().st(p); });
   py::class_<Encoder>(m, "StageEncoder", "Codes one block through the stage, a step at a time.")
@@ -209,6 +211,7 @@ void bind_stage(py::module_& m) {
         py::arg("warm") = 0, py::arg("seen") = 0);
   m.def("structure_after", &structure_after);
   m.def("indirect_after", &indirect_after);
+  m.def("places_context", [](const py::bytes& data) { return Stage::places_context(lane_after(std::string(data))); });
   m.def("cell_contexts", &cell_contexts);
   m.def("byte_class", [](int c) {
     require(c >= 0 && c < 256, "a byte");

@@ -251,6 +251,18 @@
 //                  table_bits)); after byte c of a lane they become e << 8 | c for the lane's contexts
 //                  before c. Contexts: hash of i1 << 8 | c1, of i2 << 16 | c2 c1, of i3 << 24 | c3 c2 c1
 //                  (i: the entry of that order's context): what followed this context the last times.
+// VERSION 16 adds three, bits 29-31 of extras (0 gives version 15's stage, unchanged):
+//   SLOW_FINAL     (needs LAYERED) the final mixer's LR is max(floor(mixer_lr / 4), 1), the other mixers'
+//                  mixer_lr (WARM's boost follows each mixer's own LR): it weighs a few mixers' outputs,
+//                  which the full rate makes it chase from bit to bit.
+//   inputs order   two more context models after INDIRECT's (or where they would be): PLACES's, then
+//                  CELL_UP's.
+//   number         tracked (as for NUMBER) also for PLACES; cells (as for version 10) also for CELL_UP.
+//   PLACES         context: in a number (num_int > 0), the hash of num_int << 32 | num_frac << 24 | point
+//                  << 20 | c1; else 0 (order 0): a digit by its place and the digit before it alone.
+//   CELL_UP        context: hash of up << 24 | up_eq << 20 | cell << 12 | min(o, 15), o the byte's offset
+//                  in its cell (up and up_eq as version 10 forms them before the byte): a sorted
+//                  column's next code, a repeated value, by its place in the cell.
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -296,7 +308,6 @@ enum Extra : u32 {
   STATE_MIX = 262144,  // version 9: a mixer by the field, the brackets' depth, quoting and being in a number
   CELL_LEFT = 524288,    // version 10: the byte at this offset of the line's previous cell (a table's column)
   CELL_ORDER = 1048576,  // version 10: the bits so far against the byte above in the cell (sorted columns, counters)
-  CELLS = CELL_LEFT | CELL_ORDER,
   LAST_NUMBER = 2097152,  // version 11: the field so far by the word before it and the last number's size and lead
   RUNS = 4194304,         // version 12: each context's last byte and how often in a row it came
   GROUPS = 8388608,       // version 13: the last 8 byte groups, a word's or a number's letters or digits as one
@@ -306,7 +317,11 @@ enum Extra : u32 {
   GROUPS_ANY = GROUPS | GROUP_WORD | GROUP_MIX | GROUP_APM,
   TOKENS = 134217728,     // version 15: the current token by the last 1, 2 and 3 tokens
   INDIRECT = 268435456,   // version 15: the last 2 bytes that followed the order-1, 2 and 3 contexts
-  EXTRAS_ALL = 536870911,
+  SLOW_FINAL = 536870912,  // version 16: the final mixer learns at a quarter of the mixers' rate
+  PLACES = 1073741824,     // version 16: a number's places with the last byte
+  CELL_UP = 2147483648u,   // version 16: the byte above in the cell, whether the cell repeats it, the cell and offset
+  EXTRAS_ALL = 4294967295u,
+  CELLS = CELL_LEFT | CELL_ORDER | CELL_UP,  // the cells are tracked for any of these
 };
 
 struct Params {
@@ -340,6 +355,7 @@ constexpr u32 NUM_PLACES = 15;  // NUMBER: a number's digits before and after it
 constexpr u32 CELLS_MAX = 16;  // CELL_*: cells of a line tracked (the last takes the rest)
 constexpr u32 ORDER_CELLS = 8;  // CELL_ORDER's and CELL_LEFT's maps tell cells 0..6 and 7 or later apart
 constexpr u32 LEFT_LEN = 8;  // CELL_LEFT's predicted byte counts as a match of this length
+constexpr u32 UP_OFFSETS = 16;  // CELL_UP: a byte's offset in its cell is counted to at most 15
 constexpr int RUN_BITS_BELOW = 5;  // RUNS: a model's run table has 2**(table_bits - this) entries
 constexpr u32 RUN_COUNTS = 16;  // RUNS: its map's contexts tell runs of 1..14 and 15 or more apart
 constexpr int GROUP_SET_BITS = 12;  // GROUP_MIX: its weight sets (per bit position) by a hash of the last 3 groups
@@ -466,10 +482,13 @@ class Stage {
       orders.insert(orders.end(), {INDIRECT1, INDIRECT2, INDIRECT3});
       indirect_ = Indirect(p.table_bits);
     }
+    if (p.has(PLACES)) orders.push_back(PLACES_CTX);
+    if (p.has(CELL_UP)) orders.push_back(UP_CTX);
     if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
     if ((p.has(CLASS_MIX) || p.has(STATE_MIX) || p.has(GROUP_MIX)) && !p.has(LAYERED))
       throw std::invalid_argument("the class, state and group mixers need the layered mixers");
+    if (p.has(SLOW_FINAL) && !p.has(LAYERED)) throw std::invalid_argument("the slow final mixer needs the layered mixers");
     if (p.has(GROUP_APM) && !p.apm) throw std::invalid_argument("the group APM needs the APMs");
     if (p.has(RECOVER) && !p.match) throw std::invalid_argument("the recovering match needs the match model");
     for (int o : orders) {
@@ -518,7 +537,7 @@ class Stage {
       if (p.has(STATE_MIX)) mixer6_ = Mixer(k, n_inputs_, STATE_SETS * 8, p.mixer_lr, w, warm);
       if (p.has(GROUP_MIX)) mixer7_ = Mixer(k, n_inputs_, GROUP_SETS * 8, p.mixer_lr, w, warm);
       n_final_ = 4 + p.has(CLASS_MIX) + p.has(STATE_MIX) + p.has(GROUP_MIX);
-      final_ = Mixer(k, n_final_, 8, p.mixer_lr, std::vector<i32>(size_t(n_final_), 65536 / n_final_), warm);
+      final_ = Mixer(k, n_final_, 8, final_rate(p), std::vector<i32>(size_t(n_final_), 65536 / n_final_), warm);
     }
     if (p.nn) nn_apm_ = APM(*tb_, 65536);
     if (p.apm) {
@@ -529,6 +548,8 @@ class Stage {
     }
   }
 
+  // the final mixer's rate: SLOW_FINAL's quarter of the mixers' (at least 1), else theirs
+  static int final_rate(const Params& p) { return p.has(SLOW_FINAL) ? std::max(p.mixer_lr / 4, 1) : p.mixer_lr; }
   // digits, lower and upper case letters, bytes above 127 (4 classes); space, newline, tab and
   // 24 punctuation marks each their own; the rest one class
   static u32 byte_class(int c) {
@@ -575,6 +596,16 @@ class Stage {
       const u32 end = L.cell + 1 < L.prev_cells ? L.prev_cell_start[L.cell + 1] : L.line;
       L.up = at(L.prev_cell_start[L.cell] + o, end);
     }
+  }
+  // PLACES's context bytes: in a number, its places so far and the last byte; elsewhere 0 (order 0)
+  static u64 places_context(const Lane& L) {
+    return L.num_int ? u64(L.num_int) << 32 | u64(L.num_frac) << 24 | u64(L.num_point) << 20 | (L.hist & 0xFF) : 0;
+  }
+  // CELL_UP's context bytes (after cells_before): the byte above, whether the cell so far repeats
+  // the one above, the cell and the byte's offset in it
+  static u64 up_context(const Lane& L) {
+    return u64(L.up) << 24 | u64(L.up_eq) << 20 | u64(L.cell) << 12 |
+           std::min<u32>(L.coded - L.cell_start[L.cell], UP_OFFSETS - 1);
   }
   // CELL_LEFT's map context but the expected bit (a predicted byte is only in cells 1 and later)
   static size_t left_band(const Lane& L) { return size_t(std::min(L.cell, ORDER_CELLS - 1) * 2 + u32(L.left_eq)); }
@@ -659,7 +690,7 @@ class Stage {
       }
     }
     if (extras & DIGITS) L.digits = c >= '0' && c <= '9' ? std::min(L.digits + 1, DIGITS_MAX) : 0;
-    if (extras & (NUMBER | PREDICTED | STATE_MIX | LAST_NUMBER)) {
+    if (extras & (NUMBER | PREDICTED | STATE_MIX | LAST_NUMBER | PLACES)) {
       const bool digit = c >= '0' && c <= '9';
       if (digit && !L.num_point && L.num_int < 2) L.lead = (L.num_int ? L.lead * 10 : 0) + u32(c - '0');
       const bool ends = !digit && !(c == '.' && L.num_int && !L.num_point);
@@ -810,6 +841,8 @@ class Stage {
         case INDIRECT1: bytes = u64(ind[0]) << 8 | c1; break;
         case INDIRECT2: bytes = u64(ind[1]) << 16 | (L.hist & 0xFFFF); break;
         case INDIRECT3: bytes = u64(ind[2]) << 24 | (L.hist & 0xFFFFFF); break;
+        case PLACES_CTX: bytes = places_context(L); break;
+        case UP_CTX: bytes = up_context(L); break;
         case LEFT_CTX: bytes = u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1; break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
@@ -1155,7 +1188,8 @@ class Stage {
                        LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21,
                        PREDICTED_CTX = 22, LEFT_CTX = 23, LAST_NUMBER_CTX = 24,
                        GROUPS_CTX = 25, GROUP_WORD_CTX = 26, TOKEN1 = 27, TOKEN2 = 28, TOKEN3 = 29,
-                       INDIRECT1 = 30, INDIRECT2 = 31, INDIRECT3 = 32;
+                       INDIRECT1 = 30, INDIRECT2 = 31, INDIRECT3 = 32,
+                       PLACES_CTX = 33, UP_CTX = 34;
   static constexpr int FINAL_INPUTS = 7;  // mixers 1-4, CLASS_MIX's, STATE_MIX's, GROUP_MIX's
 
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
