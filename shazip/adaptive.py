@@ -141,7 +141,7 @@ class AdaptiveParams:
         ones before it, whatever their lengths (`this.options.`, `var x =`).
     indirect: three contexts of what followed the order-1, 2 and 3 contexts the last two times,
         with those contexts: a byte pair that tends to recur after this one.
-    Version 16 adds three:
+    Version 16 adds four:
     slow_final: the final mixer (needs `layered`) learns at a quarter of the other mixers' rate:
         it weighs a handful of mixers' outputs, which a fast rate makes it chase from bit to bit
         (0.5 % smaller on the suite at every level, prose too, for no time; every level but -1).
@@ -151,6 +151,8 @@ class AdaptiveParams:
     cell_up: the byte above in this cell, whether the cell so far repeats the one above, the
         cell and the byte's offset in it: a sorted column's codes, a column's repeats, by place
         rather than by the last byte (levels 7-9, on tables, as version 10's models).
+    this_token: the current token alone (between tokens, the last one): what ends an identifier
+        and what follows an operator, whatever came before it; levels 7-9.
     """
 
     table_bits: int = 22
@@ -197,6 +199,7 @@ class AdaptiveParams:
     slow_final: bool = True
     places: bool = True
     cell_up: bool = True
+    this_token: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -244,7 +247,8 @@ class AdaptiveParams:
 
     def pack(self) -> bytes:
         """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3,
-        10 for 4 to 8, 11 for 9 to 13, 12 for 14 to 16 (`extras` as a little-endian integer of PARAMS_BYTES - 8 bytes)."""
+        10 for 4 to 8, 11 for 9 to 13, 12 for 14 and 15, 13 for 16 (`extras` as a little-endian
+        integer of PARAMS_BYTES - 8 bytes)."""
         orders = sum(1 << (o - 1) for o in self.orders)
         models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
         blob = struct.pack("<BBBBHBB", self.table_bits, self.history_bits, self.match_bits, self.match_min,
@@ -286,24 +290,25 @@ VERSION = 16  # the newest arithmetic of csrc/stage; any change to it bumps this
 # What this shazip decodes: each version is the next one without the models it added.
 VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10, 8: 10, 9: 11, 10: 11, 11: 11, 12: 11, 13: 11, 14: 12, 15: 12,
-                16: 12}
+                16: 13}
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
 # bit i of `extras`: version 2's seven models, then version 3's, version 4's three, versions 5's to 7's one
 # each, version 8's two, version 9's three, version 10's two, versions 11's to 13's one each, version 14's three,
-# version 15's two, version 16's three (the fourth byte's last bits)
+# version 15's two, version 16's four (the fourth byte's last three bits and a fifth byte's first)
 EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
                "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",
                "predicted", "class_mix", "state_mix", "cell_left", "cell_order",
                "last_number", "runs", "groups", "group_word", "group_mix", "group_apm", "tokens", "indirect",
-               "slow_final", "places", "cell_up")
+               "slow_final", "places", "cell_up", "this_token")
 # how many of EXTRA_FLAGS each version has
-EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22, 12: 23, 13: 24, 14: 27, 15: 29, 16: 32}
+EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22, 12: 23, 13: 24, 14: 27, 15: 29,
+             16: 33}
 # version 10's models and version 16's cell context, for tables only (`for_data`)
 TABLE_FLAGS = EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]] + ("cell_up",)
 TEXT_FLAGS = ("tokens",)  # version 15's model for what is no table (`for_data`)
-# What archives may ask for: at most 33 hashed tables of 2**24 bytes (7 orders, 2 word, column,
+# What archives may ask for: at most 34 hashed tables of 2**24 bytes (7 orders, 2 word, column,
 # sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2, version 9's 1, version 10's 1,
-# version 11's 1, version 13's 1, version 14's 1, version 15's 6 and version 16's 2) with version 12's
+# version 11's 1, version 13's 1, version 14's 1, version 15's 6 and version 16's 3) with version 12's
 # run tables of 2**19 entries each, version 15's order-3 indirect table of 2**23 u16, a 2**26-byte
 # history and 2**24 match entries (about 0.85 GB), whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),

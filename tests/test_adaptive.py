@@ -836,6 +836,16 @@ def test_places_context_by_hand():
     assert ctx(b"x 12a") == ctx(b"") == ctx(b"1,") == 0
 
 
+def test_this_token_context_by_hand():
+    """Version 16's current-token context: the current token's hash (as TOKENS forms it) while in a
+    token, else 2**40 | the last token ended (256 + byte for a one-byte token)."""
+    ctx, after = core.load().this_token_context, core.load().structure_after
+    assert ctx(b"x = ab") == after(b"x = ab")[26] != 0
+    assert ctx(b"x = ") == 1 << 40 | 256 + ord("=")
+    assert ctx(b"a.b") == after(b"b")[26]  # the token alone, whatever came before it
+    assert ctx(b"") == 1 << 40
+
+
 def test_cell_up_context_by_hand():
     """Version 16's cell context (cell_contexts' third item): the byte above in this cell (256 +
     byte, 0: none), whether the cell so far repeats it, the cell and the byte's offset in it (to 15)."""
@@ -859,12 +869,14 @@ def test_slow_final_mixer_rate():
 
 
 def test_version_16_header():
-    """A version 16 header is version 15's twelve bytes with its three models' bits (29 to 31); one
-    without them is damaged, and version 15 does not know them."""
+    """A version 16 header is version 15's twelve bytes with its four models' bits: 29 to 31 in the
+    twelfth byte, 32 in a thirteenth; one without them, or with a later version's bit, is damaged,
+    and version 15 does not know them."""
     p, before = AdaptiveParams().at_version(16), AdaptiveParams().at_version(15)
     assert p.version == 16 and AdaptiveParams.unpack(p.pack(), 16) == p
-    assert p.pack() == before.pack()[:11] + bytes([before.pack()[11] | 0b11100000]) and len(p.pack()) == PARAMS_BYTES[16]
-    for bad in [before.pack(), p.pack() + b"\x00"]:
+    assert p.pack() == before.pack()[:11] + bytes([before.pack()[11] | 0b11100000, 1])
+    assert len(p.pack()) == PARAMS_BYTES[16] == 13
+    for bad in [before.pack(), before.pack() + b"\x00", p.pack()[:12] + b"\x03", p.pack() + b"\x00"]:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, 16)
     with pytest.raises(CorruptArchive):
@@ -873,12 +885,13 @@ def test_version_16_header():
 
 def test_version_16_models_round_trip_and_count():
     """The slow final mixer on version 15's stage and on version 1's models with the layered mixers
-    (which it needs: without them it is refused); the places context on version 1's models; the cell
-    context on version 1's without the match model or the column model (the history ring is then
-    its own)."""
+    (which it needs: without them it is refused); the places and current-token contexts on version
+    1's models; the cell context on version 1's without the match model or the column model (the
+    history ring is then its own)."""
     bare = replace(SMALL.at_version(1), layered=True)
     assert_adds_model("slow_final", 16, bare)
     assert_refused_without(replace(bare, slow_final=True), "layered", 16, "slow final mixer without layered",
                            "slow final mixer needs")
     assert_adds_model("places", 16, SMALL.at_version(1))
     assert_adds_model("cell_up", 16, replace(SMALL.at_version(1), match=False, column=False))
+    assert_adds_model("this_token", 16, SMALL.at_version(1))

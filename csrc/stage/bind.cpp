@@ -155,7 +155,7 @@ void bind_stage(py::module_& m) {
   py::class_<Stage, std::shared_ptr<Stage>>(m, "Stage", "The adaptive stage's tables, shared by lanes and blocks.")
       .def(py::init([](const std::vector<i64>& squash, int table_bits, int history_bits, int match_bits,
                        int match_min, int mixer_lr, const std::vector<int>& orders, bool word, bool column,
-                       bool sparse, bool nn, bool match, bool apm, u32 extras, const std::string& kernels) {
+                       bool sparse, bool nn, bool match, bool apm, u64 extras, const std::string& kernels) {
              return std::make_shared<Stage>(squash,
                                             Params{table_bits, history_bits, match_bits, match_min, mixer_lr, orders,
                                                    word, column, sparse, nn, match, apm, extras},
@@ -212,6 +212,8 @@ void bind_stage(py::module_& m) {
   m.def("structure_after", &structure_after);
   m.def("indirect_after", &indirect_after);
   m.def("places_context", [](const py::bytes& data) { return Stage::places_context(lane_after(std::string(data))); });
+  m.def("this_token_context",
+        [](const py::bytes& data) { return Stage::this_token_context(lane_after(std::string(data))); });
   m.def("cell_contexts", &cell_contexts);
   m.def("byte_class", [](int c) {
     require(c >= 0 && c < 256, "a byte");

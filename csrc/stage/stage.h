@@ -251,18 +251,22 @@
 //                  table_bits)); after byte c of a lane they become e << 8 | c for the lane's contexts
 //                  before c. Contexts: hash of i1 << 8 | c1, of i2 << 16 | c2 c1, of i3 << 24 | c3 c2 c1
 //                  (i: the entry of that order's context): what followed this context the last times.
-// VERSION 16 adds three, bits 29-31 of extras (0 gives version 15's stage, unchanged):
+// VERSION 16 adds four, bits 29-32 of extras (32 in a fifth byte; 0 gives version 15's stage, unchanged):
 //   SLOW_FINAL     (needs LAYERED) the final mixer's LR is max(floor(mixer_lr / 4), 1), the other mixers'
 //                  mixer_lr (WARM's boost follows each mixer's own LR): it weighs a few mixers' outputs,
 //                  which the full rate makes it chase from bit to bit.
-//   inputs order   two more context models after INDIRECT's (or where they would be): PLACES's, then
-//                  CELL_UP's.
-//   number         tracked (as for NUMBER) also for PLACES; cells (as for version 10) also for CELL_UP.
+//   inputs order   three more context models after INDIRECT's (or where they would be): PLACES's, CELL_UP's,
+//                  then THIS_TOKEN's.
+//   number         tracked (as for NUMBER) also for PLACES; cells (as for version 10) also for CELL_UP;
+//                  tokens (as for TOKENS) also for THIS_TOKEN.
 //   PLACES         context: in a number (num_int > 0), the hash of num_int << 32 | num_frac << 24 | point
 //                  << 20 | c1; else 0 (order 0): a digit by its place and the digit before it alone.
 //   CELL_UP        context: hash of up << 24 | up_eq << 20 | cell << 12 | min(o, 15), o the byte's offset
 //                  in its cell (up and up_eq as version 10 forms them before the byte): a sorted
 //                  column's next code, a repeated value, by its place in the cell.
+//   THIS_TOKEN     context: the hash of t (the current token's hash) while in a token, else of 2**40 |
+//                  tok1 (the last token ended): what ends an identifier, what follows an operator, by
+//                  the token alone, whatever came before it.
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -286,7 +290,7 @@ namespace shazip::stage {
 
 
 // The models adapt_version 2 added, each one bit of Params::extras (0 gives version 1's stage)
-enum Extra : u32 {
+enum Extra : u64 {
   FIELDS = 1,       // the byte at this offset of this field in the line above
   BRACKETS = 2,     // the open brackets and quoting
   LAYERED = 4,      // two more weight sets (by the last byte; by how many contexts are known), a final mixer
@@ -320,7 +324,8 @@ enum Extra : u32 {
   SLOW_FINAL = 536870912,  // version 16: the final mixer learns at a quarter of the mixers' rate
   PLACES = 1073741824,     // version 16: a number's places with the last byte
   CELL_UP = 2147483648u,   // version 16: the byte above in the cell, whether the cell repeats it, the cell and offset
-  EXTRAS_ALL = 4294967295u,
+  THIS_TOKEN = 4294967296u,  // version 16: the current token alone (between tokens, the last one)
+  EXTRAS_ALL = 8589934591u,
   CELLS = CELL_LEFT | CELL_ORDER | CELL_UP,  // the cells are tracked for any of these
 };
 
@@ -328,7 +333,7 @@ struct Params {
   int table_bits, history_bits, match_bits, match_min, mixer_lr;
   std::vector<int> orders;
   bool word, column, sparse, nn, match, apm;
-  u32 extras;
+  u64 extras;
   bool has(Extra e) const { return extras & e; }
   bool operator==(const Params& o) const {
     return table_bits == o.table_bits && history_bits == o.history_bits && match_bits == o.match_bits &&
@@ -484,7 +489,8 @@ class Stage {
     }
     if (p.has(PLACES)) orders.push_back(PLACES_CTX);
     if (p.has(CELL_UP)) orders.push_back(UP_CTX);
-    if (p.extras & ~u32(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
+    if (p.has(THIS_TOKEN)) orders.push_back(THIS_TOKEN_CTX);
+    if (p.extras & ~u64(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
     if ((p.has(CLASS_MIX) || p.has(STATE_MIX) || p.has(GROUP_MIX)) && !p.has(LAYERED))
       throw std::invalid_argument("the class, state and group mixers need the layered mixers");
@@ -601,6 +607,8 @@ class Stage {
   static u64 places_context(const Lane& L) {
     return L.num_int ? u64(L.num_int) << 32 | u64(L.num_frac) << 24 | u64(L.num_point) << 20 | (L.hist & 0xFF) : 0;
   }
+  // THIS_TOKEN's context bytes: the current token, or between tokens 2**40 | the last one
+  static u64 this_token_context(const Lane& L) { return L.token ? u64(L.token) : u64(1) << 40 | L.tokens[0]; }
   // CELL_UP's context bytes (after cells_before): the byte above, whether the cell so far repeats
   // the one above, the cell and the byte's offset in it
   static u64 up_context(const Lane& L) {
@@ -660,7 +668,7 @@ class Stage {
   }
   // the lines, FIELDS, SHAPE, BRACKETS, FIELD_VALUE/EQ, DIGITS, ... and GROUPS state after byte c, which followed
   // `before` (L.coded counts c; FIELD_EQ compares c with L.above, c's field_above)
-  static void structure(Lane& L, int c, int before, u32 extras) {
+  static void structure(Lane& L, int c, int before, u64 extras) {
     if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS | RECORD | STATE_MIX)) {
       const bool eq = L.field_eq && L.above == (256 | u32(c));
       L.field_eq = true;
@@ -720,7 +728,7 @@ class Stage {
       L.group_repeat = (g == '0' || g == 'a' || g == 'A') && (L.groups & 255) == g;
       if (!L.group_repeat) L.groups = L.groups << 8 | g;
     }
-    if (extras & TOKENS) {
+    if (extras & (TOKENS | THIS_TOKEN)) {
       const bool in_token = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
                             c == '$' || c >= 128;
       const auto push = [&L](u32 t) { L.tokens = {t, L.tokens[0], L.tokens[1]}; };
@@ -843,6 +851,7 @@ class Stage {
         case INDIRECT3: bytes = u64(ind[2]) << 24 | (L.hist & 0xFFFFFF); break;
         case PLACES_CTX: bytes = places_context(L); break;
         case UP_CTX: bytes = up_context(L); break;
+        case THIS_TOKEN_CTX: bytes = this_token_context(L); break;
         case LEFT_CTX: bytes = u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1; break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
@@ -1189,7 +1198,7 @@ class Stage {
                        PREDICTED_CTX = 22, LEFT_CTX = 23, LAST_NUMBER_CTX = 24,
                        GROUPS_CTX = 25, GROUP_WORD_CTX = 26, TOKEN1 = 27, TOKEN2 = 28, TOKEN3 = 29,
                        INDIRECT1 = 30, INDIRECT2 = 31, INDIRECT3 = 32,
-                       PLACES_CTX = 33, UP_CTX = 34;
+                       PLACES_CTX = 33, UP_CTX = 34, THIS_TOKEN_CTX = 35;
   static constexpr int FINAL_INPUTS = 7;  // mixers 1-4, CLASS_MIX's, STATE_MIX's, GROUP_MIX's
 
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
