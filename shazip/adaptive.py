@@ -141,7 +141,7 @@ class AdaptiveParams:
         ones before it, whatever their lengths (`this.options.`, `var x =`).
     indirect: three contexts of what followed the order-1, 2 and 3 contexts the last two times,
         with those contexts: a byte pair that tends to recur after this one.
-    Version 16 adds four:
+    Version 16 adds five:
     slow_final: the final mixer (needs `layered`) learns at a quarter of the other mixers' rate:
         it weighs a handful of mixers' outputs, which a fast rate makes it chase from bit to bit
         (0.5 % smaller on the suite at every level, prose too, for no time; every level but -1).
@@ -153,6 +153,8 @@ class AdaptiveParams:
         rather than by the last byte (levels 7-9, on tables, as version 10's models).
     this_token: the current token alone (between tokens, the last one): what ends an identifier
         and what follows an operator, whatever came before it; levels 7-9.
+    nest: that token with the innermost open bracket and the brackets' depth: a token by what it
+        is inside (an argument list, an array, a block); levels 7-9.
     """
 
     table_bits: int = 22
@@ -200,6 +202,7 @@ class AdaptiveParams:
     places: bool = True
     cell_up: bool = True
     this_token: bool = True
+    nest: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -215,10 +218,10 @@ class AdaptiveParams:
     def for_data(self, data: bytes) -> AdaptiveParams:
         """These parameters for an input that begins with `data`: without version 10's table models
         (and version 16's cell context) unless it looks like a table (`looks_tabular`), and without
-        version 15's tokens context where it does. Measured (benchmarks/README.md, "Stage version
-        10", "Stage version 15"): the table models shrink a CSV 5.2 % and an access log 1.0 %, but
-        would cost prose up to 0.04 %; the tokens context shrinks code 0.3-0.7 %, but costs tables
-        up to 0.6 %."""
+        the token models (version 15's tokens, version 16's current token and nest) where it does.
+        Measured (benchmarks/README.md, "Stage version 10", "Stage version 15", "Stage version 16"):
+        the table models shrink a CSV 5.2 % and an access log 1.0 %, but would cost prose up to
+        0.04 %; the tokens context shrinks code 0.3-0.7 %, but costs tables up to 0.6 %."""
         if looks_tabular(data):
             return replace(self, **dict.fromkeys(TEXT_FLAGS, False))
         return replace(self, **dict.fromkeys(TABLE_FLAGS, False))
@@ -294,21 +297,21 @@ PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10, 8: 10, 9: 11, 10: 
 MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
 # bit i of `extras`: version 2's seven models, then version 3's, version 4's three, versions 5's to 7's one
 # each, version 8's two, version 9's three, version 10's two, versions 11's to 13's one each, version 14's three,
-# version 15's two, version 16's four (the fourth byte's last three bits and a fifth byte's first)
+# version 15's two, version 16's five (the fourth byte's last three bits and a fifth byte's first two)
 EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
                "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",
                "predicted", "class_mix", "state_mix", "cell_left", "cell_order",
                "last_number", "runs", "groups", "group_word", "group_mix", "group_apm", "tokens", "indirect",
-               "slow_final", "places", "cell_up", "this_token")
+               "slow_final", "places", "cell_up", "this_token", "nest")
 # how many of EXTRA_FLAGS each version has
 EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22, 12: 23, 13: 24, 14: 27, 15: 29,
-             16: 33}
+             16: 34}
 # version 10's models and version 16's cell context, for tables only (`for_data`)
 TABLE_FLAGS = EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]] + ("cell_up",)
-TEXT_FLAGS = ("tokens",)  # version 15's model for what is no table (`for_data`)
-# What archives may ask for: at most 34 hashed tables of 2**24 bytes (7 orders, 2 word, column,
+TEXT_FLAGS = ("tokens", "this_token", "nest")  # versions 15's and 16's token models, for what is no table (`for_data`)
+# What archives may ask for: at most 35 hashed tables of 2**24 bytes (7 orders, 2 word, column,
 # sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2, version 9's 1, version 10's 1,
-# version 11's 1, version 13's 1, version 14's 1, version 15's 6 and version 16's 3) with version 12's
+# version 11's 1, version 13's 1, version 14's 1, version 15's 6 and version 16's 4) with version 12's
 # run tables of 2**19 entries each, version 15's order-3 indirect table of 2**23 u16, a 2**26-byte
 # history and 2**24 match entries (about 0.85 GB), whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),

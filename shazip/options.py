@@ -71,11 +71,12 @@ class Level:
 # within its 8). Levels 7-9 use every model: version 14's three more of the groups (a context, a mixer,
 # an APM: 0.3-0.5 % smaller for about 1.3 µs/byte more; "Stage version 14"), version 15's tokens and
 # indirect contexts (0.3 % smaller on structured text, 0.4-0.7 % on prose, for about 2 µs/byte more at
-# one lane; "Stage version 15") and version 16's contexts of numbers, cells and the token: a few
+# one lane; "Stage version 15") and version 16's contexts of numbers, cells, tokens and brackets: a few
 # per cent of their time, where the model's long lanes cost several times the stage's. Level 2, the
 # stage alone, keeps version 11's models: there the stage is all of the time. Where every block is one
 # lane (-2, -9) the stage's models of a lane's own statistics are left out (LanePolicy.one_lane).
-HEAVY = ("group_word", "group_mix", "group_apm", "tokens", "indirect", "places", "cell_up", "this_token")  # -7 .. -9
+HEAVY = ("group_word", "group_mix", "group_apm", "tokens", "indirect",  # versions 14-16's: -7 .. -9 only
+         "places", "cell_up", "this_token", "nest")
 DEFAULT_DROP = ("sparse",) + HEAVY
 LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 16, ONE_LANE, ("runs", "groups") + HEAVY),
           3: Level(True, 16, 2048, DEFAULT_DROP), 4: Level(True, 16, 4096, DEFAULT_DROP),

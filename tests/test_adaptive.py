@@ -664,8 +664,9 @@ def test_version_10_models_round_trip_and_count():
 
 def test_table_models_follow_the_input():
     """A level's stage keeps version 10's table models (and version 16's cell context) for a table
-    and leaves them out elsewhere (its archive is then version 9's, byte for byte), and leaves
-    version 15's tokens context out of a table only; explicit parameters are kept as they are."""
+    and leaves them out elsewhere (its archive is then version 9's, byte for byte), and leaves the
+    token models (versions 15's and 16's) out of a table only; explicit parameters are kept as they
+    are."""
     rows = b"".join(b"%d,KX%c,Town %d,AK,%.4f\n" % (i, 65 + i % 26, i % 7, i / 7) for i in range(40))
     assert looks_tabular(rows) and looks_tabular(rows.replace(b",", b"\t"))
     prose = b"".join(b"so, " * (i % 4) + b"the wind blew; it was cold\n" for i in range(40))
@@ -673,7 +674,7 @@ def test_table_models_follow_the_input():
     assert not looks_tabular(b"one, two, three\nfour\n" * 40)
     assert looks_tabular(b"one, two, three\n" * 40)  # a count kept from line to line
     assert not looks_tabular(rows.split(b"\n", 3)[0] + b"\n")  # too few lines to tell
-    assert AdaptiveParams().for_data(rows) == replace(AdaptiveParams(), tokens=False)
+    assert AdaptiveParams().for_data(rows) == replace(AdaptiveParams(), tokens=False, this_token=False, nest=False)
     assert AdaptiveParams().for_data(prose) == replace(AdaptiveParams(), cell_left=False, cell_order=False,
                                                        cell_up=False)
     assert AdaptiveParams().at_version(14).for_data(rows) == AdaptiveParams().at_version(14)
@@ -846,6 +847,17 @@ def test_this_token_context_by_hand():
     assert ctx(b"") == 1 << 40
 
 
+def test_nest_context_by_hand():
+    """Version 16's nest context: the innermost open bracket << 40 | min(depth, 15) << 32 | the
+    current token (between tokens, the last one), brackets and tokens as BRACKETS and TOKENS track them."""
+    ctx, after = core.load().nest_context, core.load().structure_after
+    tok = after(b"f(a, bc")[26]
+    assert ctx(b"f(a, bc") == ord("(") << 40 | 1 << 32 | tok
+    assert ctx(b"x = [{") == ord("{") << 40 | 2 << 32 | 256 + ord("{")  # '{' the last token
+    assert ctx(b"a)") == 256 + ord(")")  # a ')' with none open pops nothing
+    assert ctx(b"(" * 20) == ord("(") << 40 | 15 << 32 | 256 + ord("(")  # depth counted to 15
+
+
 def test_cell_up_context_by_hand():
     """Version 16's cell context (cell_contexts' third item): the byte above in this cell (256 +
     byte, 0: none), whether the cell so far repeats it, the cell and the byte's offset in it (to 15)."""
@@ -869,14 +881,14 @@ def test_slow_final_mixer_rate():
 
 
 def test_version_16_header():
-    """A version 16 header is version 15's twelve bytes with its four models' bits: 29 to 31 in the
-    twelfth byte, 32 in a thirteenth; one without them, or with a later version's bit, is damaged,
-    and version 15 does not know them."""
+    """A version 16 header is version 15's twelve bytes with its five models' bits: 29 to 31 in the
+    twelfth byte, 32 and 33 in a thirteenth; one without them, or with a later version's bit, is
+    damaged, and version 15 does not know them."""
     p, before = AdaptiveParams().at_version(16), AdaptiveParams().at_version(15)
     assert p.version == 16 and AdaptiveParams.unpack(p.pack(), 16) == p
-    assert p.pack() == before.pack()[:11] + bytes([before.pack()[11] | 0b11100000, 1])
+    assert p.pack() == before.pack()[:11] + bytes([before.pack()[11] | 0b11100000, 0b11])
     assert len(p.pack()) == PARAMS_BYTES[16] == 13
-    for bad in [before.pack(), before.pack() + b"\x00", p.pack()[:12] + b"\x03", p.pack() + b"\x00"]:
+    for bad in [before.pack(), before.pack() + b"\x00", p.pack()[:12] + b"\x07", p.pack() + b"\x00"]:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, 16)
     with pytest.raises(CorruptArchive):
@@ -885,8 +897,8 @@ def test_version_16_header():
 
 def test_version_16_models_round_trip_and_count():
     """The slow final mixer on version 15's stage and on version 1's models with the layered mixers
-    (which it needs: without them it is refused); the places and current-token contexts on version
-    1's models; the cell context on version 1's without the match model or the column model (the
+    (which it needs: without them it is refused); the places, current-token and nest contexts on
+    version 1's models; the cell context on version 1's without the match model or the column model (the
     history ring is then its own)."""
     bare = replace(SMALL.at_version(1), layered=True)
     assert_adds_model("slow_final", 16, bare)
@@ -895,3 +907,4 @@ def test_version_16_models_round_trip_and_count():
     assert_adds_model("places", 16, SMALL.at_version(1))
     assert_adds_model("cell_up", 16, replace(SMALL.at_version(1), match=False, column=False))
     assert_adds_model("this_token", 16, SMALL.at_version(1))
+    assert_adds_model("nest", 16, SMALL.at_version(1))

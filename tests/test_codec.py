@@ -262,9 +262,9 @@ def test_golden_stage_version_2_to_16_archives(trained, text, version):
     predicted-byte context, the class and state mixers; on by default), 10 (the table models; on
     by default for tables), 11 (the last-number context), 12 (the run inputs), 13 (the groups
     context), 14 (the group word, mixer and APM), 15 (the tokens and indirect contexts) and 16 (the
-    slow final mixer, the places, cell and current-token contexts; levels 2-9): the same two calls
-    as the version 1 golden files, frozen in golden-mixed-sV.shz and golden-solo-sV.shz; each
-    version's parameters without its models write the version before's."""
+    slow final mixer, the places, cell, current-token and nest contexts; levels 2-9): the same two
+    calls as the version 1 golden files, frozen in golden-mixed-sV.shz and golden-solo-sV.shz;
+    each version's parameters without its models write the version before's."""
     adapt = AdaptiveParams().at_version(version)
     mixed = dict(model=trained, lanes=3, block_size=2500, methods=frozenset({Method.MIXED}), adapt=adapt)
     for name, data in ((f"golden-mixed-s{version}.shz", text[:6000]), (f"golden-solo-s{version}.shz", text[:2000])):

@@ -214,6 +214,7 @@ void bind_stage(py::module_& m) {
   m.def("places_context", [](const py::bytes& data) { return Stage::places_context(lane_after(std::string(data))); });
   m.def("this_token_context",
         [](const py::bytes& data) { return Stage::this_token_context(lane_after(std::string(data))); });
+  m.def("nest_context", [](const py::bytes& data) { return Stage::nest_context(lane_after(std::string(data))); });
   m.def("cell_contexts", &cell_contexts);
   m.def("byte_class", [](int c) {
     require(c >= 0 && c < 256, "a byte");

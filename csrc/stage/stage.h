@@ -251,14 +251,15 @@
 //                  table_bits)); after byte c of a lane they become e << 8 | c for the lane's contexts
 //                  before c. Contexts: hash of i1 << 8 | c1, of i2 << 16 | c2 c1, of i3 << 24 | c3 c2 c1
 //                  (i: the entry of that order's context): what followed this context the last times.
-// VERSION 16 adds four, bits 29-32 of extras (32 in a fifth byte; 0 gives version 15's stage, unchanged):
+// VERSION 16 adds five, bits 29-33 of extras (32 and 33 in a fifth byte; 0 gives version 15's stage, unchanged):
 //   SLOW_FINAL     (needs LAYERED) the final mixer's LR is max(floor(mixer_lr / 4), 1), the other mixers'
 //                  mixer_lr (WARM's boost follows each mixer's own LR): it weighs a few mixers' outputs,
 //                  which the full rate makes it chase from bit to bit.
-//   inputs order   three more context models after INDIRECT's (or where they would be): PLACES's, CELL_UP's,
-//                  then THIS_TOKEN's.
+//   inputs order   four more context models after INDIRECT's (or where they would be): PLACES's, CELL_UP's,
+//                  THIS_TOKEN's, then NEST's.
 //   number         tracked (as for NUMBER) also for PLACES; cells (as for version 10) also for CELL_UP;
-//                  tokens (as for TOKENS) also for THIS_TOKEN.
+//                  tokens (as for TOKENS) also for THIS_TOKEN and NEST; brackets (as for BRACKETS) also
+//                  for NEST.
 //   PLACES         context: in a number (num_int > 0), the hash of num_int << 32 | num_frac << 24 | point
 //                  << 20 | c1; else 0 (order 0): a digit by its place and the digit before it alone.
 //   CELL_UP        context: hash of up << 24 | up_eq << 20 | cell << 12 | min(o, 15), o the byte's offset
@@ -267,6 +268,8 @@
 //   THIS_TOKEN     context: the hash of t (the current token's hash) while in a token, else of 2**40 |
 //                  tok1 (the last token ended): what ends an identifier, what follows an operator, by
 //                  the token alone, whatever came before it.
+//   NEST           context: the hash of (stack & 255) << 40 | min(depth, 15) << 32 | (t while in a token,
+//                  else tok1): the token by the bracket it is in (an argument list, an array, a block).
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -325,7 +328,8 @@ enum Extra : u64 {
   PLACES = 1073741824,     // version 16: a number's places with the last byte
   CELL_UP = 2147483648u,   // version 16: the byte above in the cell, whether the cell repeats it, the cell and offset
   THIS_TOKEN = 4294967296u,  // version 16: the current token alone (between tokens, the last one)
-  EXTRAS_ALL = 8589934591u,
+  NEST = 8589934592u,        // version 16: that token with the innermost open bracket and the depth
+  EXTRAS_ALL = 17179869183u,
   CELLS = CELL_LEFT | CELL_ORDER | CELL_UP,  // the cells are tracked for any of these
 };
 
@@ -490,6 +494,7 @@ class Stage {
     if (p.has(PLACES)) orders.push_back(PLACES_CTX);
     if (p.has(CELL_UP)) orders.push_back(UP_CTX);
     if (p.has(THIS_TOKEN)) orders.push_back(THIS_TOKEN_CTX);
+    if (p.has(NEST)) orders.push_back(NEST_CTX);
     if (p.extras & ~u64(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
     if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
     if ((p.has(CLASS_MIX) || p.has(STATE_MIX) || p.has(GROUP_MIX)) && !p.has(LAYERED))
@@ -609,6 +614,10 @@ class Stage {
   }
   // THIS_TOKEN's context bytes: the current token, or between tokens 2**40 | the last one
   static u64 this_token_context(const Lane& L) { return L.token ? u64(L.token) : u64(1) << 40 | L.tokens[0]; }
+  // NEST's context bytes: the innermost open bracket, min(depth, 15) and the current token (or the last)
+  static u64 nest_context(const Lane& L) {
+    return (L.stack & 0xFF) << 40 | u64(std::min<u32>(L.depth, 15)) << 32 | (L.token ? L.token : L.tokens[0]);
+  }
   // CELL_UP's context bytes (after cells_before): the byte above, whether the cell so far repeats
   // the one above, the cell and the byte's offset in it
   static u64 up_context(const Lane& L) {
@@ -728,7 +737,7 @@ class Stage {
       L.group_repeat = (g == '0' || g == 'a' || g == 'A') && (L.groups & 255) == g;
       if (!L.group_repeat) L.groups = L.groups << 8 | g;
     }
-    if (extras & (TOKENS | THIS_TOKEN)) {
+    if (extras & (TOKENS | THIS_TOKEN | NEST)) {
       const bool in_token = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
                             c == '$' || c >= 128;
       const auto push = [&L](u32 t) { L.tokens = {t, L.tokens[0], L.tokens[1]}; };
@@ -740,7 +749,7 @@ class Stage {
         if (c != ' ' && c != '\t' && c != '\r' && c != '\n') push(256 + u32(c));
       }
     }
-    if (extras & (BRACKETS | STATE_MIX)) {
+    if (extras & (BRACKETS | STATE_MIX | NEST)) {
       if (L.quoted) {
         L.quoted = !(c == '"' && before != '\\');
       } else if (c == '"') {
@@ -852,6 +861,7 @@ class Stage {
         case PLACES_CTX: bytes = places_context(L); break;
         case UP_CTX: bytes = up_context(L); break;
         case THIS_TOKEN_CTX: bytes = this_token_context(L); break;
+        case NEST_CTX: bytes = nest_context(L); break;
         case LEFT_CTX: bytes = u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1; break;
         case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
         case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
@@ -1198,7 +1208,7 @@ class Stage {
                        PREDICTED_CTX = 22, LEFT_CTX = 23, LAST_NUMBER_CTX = 24,
                        GROUPS_CTX = 25, GROUP_WORD_CTX = 26, TOKEN1 = 27, TOKEN2 = 28, TOKEN3 = 29,
                        INDIRECT1 = 30, INDIRECT2 = 31, INDIRECT3 = 32,
-                       PLACES_CTX = 33, UP_CTX = 34, THIS_TOKEN_CTX = 35;
+                       PLACES_CTX = 33, UP_CTX = 34, THIS_TOKEN_CTX = 35, NEST_CTX = 36;
   static constexpr int FINAL_INPUTS = 7;  // mixers 1-4, CLASS_MIX's, STATE_MIX's, GROUP_MIX's
 
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
