@@ -144,7 +144,7 @@ class AdaptiveParams:
     Version 16 adds five:
     slow_final: the final mixer (needs `layered`) learns at a quarter of the other mixers' rate:
         it weighs a handful of mixers' outputs, which a fast rate makes it chase from bit to bit
-        (0.5 % smaller on the suite at every level, prose too, for no time; every level but -1).
+        (0.4-0.5 % smaller at every level, prose too, for no time; every level but -1).
     places: a number's places so far (digits before and after its point) with the last byte only:
         a digit by its place and the digit before it, which the number context's last two bytes
         split ten ways more (the last digits of converted coordinates, of counters); levels 7-9.

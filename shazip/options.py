@@ -63,18 +63,19 @@ class Level:
     drop: tuple[str, ...] = ()  # models of that version it leaves out for their time (AdaptiveParams fields)
 
 
-# Every level but -1 uses stage version 16's slow final mixer: 0.5 % smaller at every level, prose
-# too, for no time ("Stage version 16"). Levels 3-6 use stage version 13's models (benchmarks/README.md,
-# "Stage version 13"): version 12's run inputs (the suite 0.5 % smaller at -6, every file) and version
-# 13's groups context (0.3 % more), without the sparse context: beside the groups it is worth +0.01 %,
-# and its time pays for theirs (the stage 7.4-7.8 µs/byte at the default's lanes, as version 12's,
-# within its 8). Levels 7-9 use every model: version 14's three more of the groups (a context, a mixer,
-# an APM: 0.3-0.5 % smaller for about 1.3 µs/byte more; "Stage version 14"), version 15's tokens and
-# indirect contexts (0.3 % smaller on structured text, 0.4-0.7 % on prose, for about 2 µs/byte more at
-# one lane; "Stage version 15") and version 16's contexts of numbers, cells, tokens and brackets: a few
-# per cent of their time, where the model's long lanes cost several times the stage's. Level 2, the
-# stage alone, keeps version 11's models: there the stage is all of the time. Where every block is one
-# lane (-2, -9) the stage's models of a lane's own statistics are left out (LanePolicy.one_lane).
+# Every level but -1 uses stage version 16's slow final mixer: 0.4-0.5 % smaller at every level,
+# prose too, for no time (benchmarks/README.md, "Stage version 16"). Levels 3-6 use stage version
+# 13's models ("Stage version 13"): version 12's run inputs (the suite 0.5 % smaller at -6, every
+# file) and version 13's groups context (0.3 % more), without the sparse context: beside the groups
+# it is worth +0.01 %, and its time pays for theirs (the stage 7.4-7.8 µs/byte at the default's
+# lanes, as version 12's, within its 8). Levels 7-9 use every model: version 14's three more of the
+# groups (a context, a mixer, an APM: 0.3-0.5 % smaller for about 1.3 µs/byte more; "Stage version
+# 14"), version 15's tokens and indirect contexts (0.3 % smaller on structured text, 0.4-0.7 % on
+# prose, for about 2 µs/byte more at one lane; "Stage version 15") and version 16's contexts of
+# numbers, cells, tokens and brackets (0.5 % smaller on structured text): a few per cent of their
+# time, where the model's long lanes cost several times the stage's. Level 2, the stage alone, keeps
+# version 11's models: there the stage is all of the time. Where every block is one lane (-2, -9)
+# the stage's models of a lane's own statistics are left out (LanePolicy.one_lane).
 HEAVY = ("group_word", "group_mix", "group_apm", "tokens", "indirect",  # versions 14-16's: -7 .. -9 only
          "places", "cell_up", "this_token", "nest")
 DEFAULT_DROP = ("sparse",) + HEAVY
