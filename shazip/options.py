@@ -58,13 +58,14 @@ class Level:
     a decoder is told nothing. Measured on the suite: benchmarks/README.md, "Levels"."""
 
     model: bool  # the neural model; without it the adaptive stage codes alone (~9x faster on the suite)
-    stage: int  # the adaptive stage's models: all of this version's (1: the plainest set; 16: the heaviest)
+    stage: int  # the adaptive stage's models: all of this version's (1: the plainest set; 17: the heaviest)
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
     drop: tuple[str, ...] = ()  # models of that version it leaves out for their time (AdaptiveParams fields)
 
 
 # Every level but -1 uses stage version 16's slow final mixer: 0.4-0.5 % smaller at every level,
-# prose too, for no time (benchmarks/README.md, "Stage version 16"). Levels 3-6 use stage version
+# prose too, for no time (benchmarks/README.md, "Stage version 16"), and version 17's seeded weight
+# sets: 0.1-0.2 % more, for no time ("Stage version 17"). Levels 3-6 use stage version
 # 13's models ("Stage version 13"): version 12's run inputs (the suite 0.5 % smaller at -6, every
 # file) and version 13's groups context (0.3 % more), without the sparse context: beside the groups
 # it is worth +0.01 %, and its time pays for theirs (the stage 7.4-7.8 µs/byte at the default's
@@ -72,17 +73,18 @@ class Level:
 # groups (a context, a mixer, an APM: 0.3-0.5 % smaller for about 1.3 µs/byte more; "Stage version
 # 14"), version 15's tokens and indirect contexts (0.3 % smaller on structured text, 0.4-0.7 % on
 # prose, for about 2 µs/byte more at one lane; "Stage version 15") and version 16's contexts of
-# numbers, cells, tokens and brackets (0.5 % smaller on structured text): a few per cent of their
+# numbers, cells, tokens and brackets (0.5 % smaller on structured text) and version 17's order
+# mixers and the NN's final input (0.2-0.3 % smaller, for about 2 µs/byte more): a few per cent of their
 # time, where the model's long lanes cost several times the stage's. Level 2, the stage alone, keeps
 # version 11's models: there the stage is all of the time. Where every block is one lane (-2, -9)
 # the stage's models of a lane's own statistics are left out (LanePolicy.one_lane).
-HEAVY = ("group_word", "group_mix", "group_apm", "tokens", "indirect",  # versions 14-16's: -7 .. -9 only
-         "places", "cell_up", "this_token", "nest")
+HEAVY = ("group_word", "group_mix", "group_apm", "tokens", "indirect",  # versions 14-17's: -7 .. -9 only
+         "places", "cell_up", "this_token", "nest", "order_mix", "nn_final")
 DEFAULT_DROP = ("sparse",) + HEAVY
-LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 16, ONE_LANE, ("runs", "groups") + HEAVY),
-          3: Level(True, 16, 2048, DEFAULT_DROP), 4: Level(True, 16, 4096, DEFAULT_DROP),
-          5: Level(True, 16, 8192, DEFAULT_DROP), 6: Level(True, 16, 16384, DEFAULT_DROP),
-          7: Level(True, 16, 65536), 8: Level(True, 16, 262144), 9: Level(True, 16, ONE_LANE)}
+LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 17, ONE_LANE, ("runs", "groups") + HEAVY),
+          3: Level(True, 17, 2048, DEFAULT_DROP), 4: Level(True, 17, 4096, DEFAULT_DROP),
+          5: Level(True, 17, 8192, DEFAULT_DROP), 6: Level(True, 17, 16384, DEFAULT_DROP),
+          7: Level(True, 17, 65536), 8: Level(True, 17, 262144), 9: Level(True, 17, ONE_LANE)}
 DEFAULT_LEVEL = 6
 
 

@@ -464,7 +464,7 @@ def test_version_5_to_8_headers(version):
     for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 16
+    assert AdaptiveParams().version == VERSION == 17
 
 
 def test_version_9_header():
@@ -908,3 +908,63 @@ def test_version_16_models_round_trip_and_count():
     assert_adds_model("cell_up", 16, replace(SMALL.at_version(1), match=False, column=False))
     assert_adds_model("this_token", 16, SMALL.at_version(1))
     assert_adds_model("nest", 16, SMALL.at_version(1))
+
+
+def test_seeded_weight_sets_by_hand():
+    """Version 17's seeded sets: a set never updated takes the source set's weights before its first
+    prediction, one updated keeps its own; without warm (whose counts tell) nothing is seeded."""
+    stage = AdaptiveStage(SMALL).native
+    sq = squash_table()
+    init, x, lr = [65536, 0, 0], [300, -200, 256], 16
+
+    def step(w, y, rate):  # one prediction and update (test_mixer_step_by_hand's arithmetic)
+        p = sq[min(max(sum(a * b for a, b in zip(w, x)) >> 16, -4095), 4095) + 4095]
+        e = (y * 65536 - p) * rate
+        return [min(max(a + ((b * e + 2**19) >> 20), -(2**24)), 2**24) for a, b in zip(w, x)]
+
+    steps = [(0, 0, 1), (1, 0, 0), (1, 2, 1), (2, 1, 0)]  # (set, seeded from, bit)
+    first, second = 4 * lr, lr + 3 * lr * 1024 // 1025  # warm rates of a set's first and second update
+    w0 = step(init, 1, first)
+    w1 = step(step(w0, 0, first), 1, second)  # seeded from set 0 (never updated), then its own
+    w2 = step(w1, 0, first)  # seeded from set 1
+    assert core.load().mixer_seed_steps(stage, 3, init, x, steps, lr, 1024) == w0 + w1 + w2
+    cold = step(step(init, 0, lr), 1, lr)  # without warm: set 1 starts from the initial weights
+    assert core.load().mixer_seed_steps(stage, 3, init, x, steps, lr, 0) == step(init, 1, lr) + cold + step(init, 0, lr)
+
+
+def test_order_mixer_set_by_hand():
+    """Version 17's second order mixer picks its weight set by a hash of the last two bytes and the
+    bits so far (the first by c1 << 8 | c0, formed inline)."""
+    for data, c0 in ((b"xth", 1), (b'x":', 0b101), (b"\x00\xff", 255)):
+        c2c1 = data[-2] << 8 | data[-1]
+        want = hash32((c2c1 * 0x9E3779B1 + c0 * 0x3C6EF372) & 0xFFFFFFFF) >> 16
+        assert core.load().order2_set(data, c0) == want
+
+
+def test_version_17_header():
+    """A version 17 header is version 16's thirteen bytes with its three models' bits, 34 to 36 in the
+    thirteenth byte; one without them, or with a later bit, is damaged, and version 16 does not know them."""
+    p, before = AdaptiveParams().at_version(17), AdaptiveParams().at_version(16)
+    assert p.version == 17 and AdaptiveParams.unpack(p.pack(), 17) == p
+    assert p.pack() == before.pack()[:12] + bytes([before.pack()[12] | 0b11100])
+    assert len(p.pack()) == PARAMS_BYTES[17] == 13
+    for bad in [before.pack(), p.pack()[:12] + b"\x3f", p.pack() + b"\x00"]:
+        with pytest.raises(CorruptArchive):
+            AdaptiveParams.unpack(bad, 17)
+    with pytest.raises(CorruptArchive):
+        AdaptiveParams.unpack(p.pack(), 16)
+
+
+def test_version_17_models_round_trip_and_count():
+    """The seeded sets on version 16's stage and on version 1's models with warm mixers, the order
+    mixers and the NN's final input on version 1's with the layered mixers; each refused without what
+    it needs."""
+    warm, bare = replace(SMALL.at_version(1), warm=True), replace(SMALL.at_version(1), layered=True)
+    assert_adds_model("seed_sets", 17, warm)
+    assert_refused_without(replace(warm, seed_sets=True), "warm", 17, "seeded sets without warm", "seeded weight sets")
+    assert_adds_model("order_mix", 17, bare)
+    assert_refused_without(replace(bare, order_mix=True), "layered", 17, "order mixers without layered", "order mixers")
+    assert_adds_model("nn_final", 17, bare)
+    assert_refused_without(replace(bare, nn_final=True), "layered", 17, "final input without layered", "final input")
+    assert_refused_without(replace(bare, nn_final=True), "nn", 17, "final input without layered or the NN",
+                           "final input needs the NN")

@@ -254,15 +254,16 @@ def test_golden_mixed_archives(trained, text):
     assert payloads[0] == payloads[1] == payloads[2]
 
 
-@pytest.mark.parametrize("version", [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])
-def test_golden_stage_version_2_to_16_archives(trained, text, version):
+@pytest.mark.parametrize("version", [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17])
+def test_golden_stage_version_2_to_17_archives(trained, text, version):
     """Stage versions 2 (the structured-text models), 3 (the match context), 4 (field values,
     repeats of the line above, the match APM), 5 (mixer sets by a number's digits), 6 (the
     recovering match), 7 (the line matches), 8 (the number and record contexts), 9 (the
     predicted-byte context, the class and state mixers; on by default), 10 (the table models; on
     by default for tables), 11 (the last-number context), 12 (the run inputs), 13 (the groups
-    context), 14 (the group word, mixer and APM), 15 (the tokens and indirect contexts) and 16 (the
-    slow final mixer, the places, cell, current-token and nest contexts; levels 2-9): the same two
+    context), 14 (the group word, mixer and APM), 15 (the tokens and indirect contexts), 16 (the
+    slow final mixer, the places, cell, current-token and nest contexts) and 17 (the seeded weight
+    sets, the order mixers and the NN's final input; levels 2-9): the same two
     calls as the version 1 golden files, frozen in golden-mixed-sV.shz and golden-solo-sV.shz;
     each version's parameters without its models write the version before's."""
     adapt = AdaptiveParams().at_version(version)

@@ -127,7 +127,8 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
     text, as this wiki markup is, but not fewer than 8 where the plain rule gives that many, and
     not on text zstd shrinks less than 3-fold). Where every block is one lane (-2, -9) the
     stage leaves out its models of a lane's own statistics. Every level but -1 has version 16's
-    slow final mixer (its archive is version 16). The archive records every choice: decoding
+    slow final mixer and version 17's seeded sets (its archive is version 17), -7 .. -9 also version 17's
+    order mixers and the NN's final input. The archive records every choice: decoding
     takes no level."""
     from shazip.adaptive import AdaptiveParams
     from shazip.container import describe
@@ -140,8 +141,9 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
         assert params.nn == (level >= 3) and params.runs == params.groups == (level >= 3)
         assert params.group_word == params.group_mix == params.group_apm == (level >= 7)
         assert params.tokens == params.indirect == (level >= 7)
-        assert params.places == (level >= 7) and params.slow_final == (level >= 2)
-        assert head["adapt_version"] == (1 if level == 1 else 16)
+        assert params.places == params.order_mix == params.nn_final == (level >= 7)
+        assert params.slow_final == params.seed_sets == (level >= 2)
+        assert head["adapt_version"] == (1 if level == 1 else 17)
         assert params.sparse == (level <= 2 or level >= 7)
         assert params.local_ctx == params.local_match == (3 <= level <= 8)
         assert params.cell_left is params.cell_order is params.cell_up is False

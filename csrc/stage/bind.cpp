@@ -40,6 +40,22 @@ py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const 
   return py::make_tuple(p, m.weights());
 }
 
+// SEED_SETS on one mixer of `sets` sets starting at `init`: each step (set, from, y) seeds the set from
+// set `from`, predicts x and learns bit y; returns every set's weights after the steps
+std::vector<i32> mixer_seed_steps(const std::shared_ptr<Stage>& s, int sets, const std::vector<i32>& init,
+                                  const std::vector<i32>& x, const std::vector<std::array<int, 3>>& steps, int lr,
+                                  int warm) {
+  require(init.size() == x.size() && !x.empty() && x.size() <= size_t(MAX_INPUTS), "bad sizes");
+  require(sets >= 1 && warm >= 0, "sets must be >= 1 and warm >= 0");
+  Mixer m(s->kernels(), int(x.size()), sets, lr, init, warm);
+  for (const auto& [set, from, y] : steps) {
+    require(set >= 0 && set < sets && from >= 0 && from < sets && (y == 0 || y == 1), "bad step");
+    m.seed(set, m.set_weights(from));
+    m.update(x.data(), set, y, s->tables().sq(m.dot(x.data(), set)));
+  }
+  return m.weights();
+}
+
 // A lane's state after `data` with every model on, and the context bytes formed for the next byte
 Lane lane_after(const std::string& s) {
   Lane L;
@@ -214,6 +230,11 @@ void bind_stage(py::module_& m) {
   m.def("places_context", [](const py::bytes& data) { return Stage::places_context(lane_after(std::string(data))); });
   m.def("this_token_context",
         [](const py::bytes& data) { return Stage::this_token_context(lane_after(std::string(data))); });
+  m.def("mixer_seed_steps", &mixer_seed_steps);
+  m.def("order2_set", [](const py::bytes& data, int c0) {
+    require(c0 >= 1 && c0 < 256, "c0 must be in [1, 255]");
+    return Stage::order2_set(lane_after(std::string(data)), c0);
+  });
   m.def("nest_context", [](const py::bytes& data) { return Stage::nest_context(lane_after(std::string(data))); });
   m.def("cell_contexts", &cell_contexts);
   m.def("byte_class", [](int c) {

@@ -91,6 +91,13 @@ class Mixer {
     k_->mixer_train(&w_[size_t(set) * n_], x, n_, err * lr);
   }
   std::vector<i32>& weights() { return w_; }
+  const i32* set_weights(int set) const { return &w_[size_t(set) * n_]; }
+  // SEED_SETS: a set never updated (while warm: the counts tell) takes the weights at `from`
+  // (another set's, of a mixer over the same inputs) in place of the initial ones
+  void seed(int set, const i32* from) {
+    i32* w = &w_[size_t(set) * n_];
+    if (!seen_.empty() && seen_[size_t(set)] == 0 && from != w) std::copy(from, from + n_, w);
+  }
   size_t bytes() const { return w_.size() * sizeof(i32) + seen_.size() * sizeof(u32); }
 
  private:

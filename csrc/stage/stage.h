@@ -270,6 +270,19 @@
 //                  the token alone, whatever came before it.
 //   NEST           context: the hash of (stack & 255) << 40 | min(depth, 15) << 32 | (t while in a token,
 //                  else tok1): the token by the bracket it is in (an argument list, an array, a block).
+// VERSION 17 adds three, bits 34-36 of extras (0 gives version 16's stage, unchanged):
+//   SEED_SETS      (needs WARM, whose update counts tell a set never updated) at each bit, before the dot
+//                  products: if mixer 1's set set1 has never been updated and is not set k, its weights
+//                  become those of its set k (no match state); then, in the order mixer 2, 3, 4, CLASS_MIX's,
+//                  STATE_MIX's, GROUP_MIX's, ORDER_MIX's two, each present mixer's set for this bit that has
+//                  never been updated takes mixer 1's set1 weights. A weight set met for the first time (a
+//                  partial byte, a pair of classes, an order-2 context) starts from weights that have learnt
+//                  the file so far, not from the NN's alone.
+//   ORDER_MIX      (needs LAYERED) two more mixers over the same inputs: sets c1 << 8 | c0 (65536) and
+//                  hash32(c2 c1 * 0x9E3779B1 + c0 * 0x3C6EF372) >> 16 (65536; the products wrap as u32);
+//                  their outputs are the final mixer's next two inputs, after GROUP_MIX's.
+//   NN_FINAL       (needs LAYERED and the NN) the NN's first input (its stretch) as the final mixer's last
+//                  input. The final mixer's initial weights stay floor(65536 / its inputs) each.
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -329,7 +342,10 @@ enum Extra : u64 {
   CELL_UP = 2147483648u,   // version 16: the byte above in the cell, whether the cell repeats it, the cell and offset
   THIS_TOKEN = 4294967296u,  // version 16: the current token alone (between tokens, the last one)
   NEST = 8589934592u,        // version 16: that token with the innermost open bracket and the depth
-  EXTRAS_ALL = 17179869183u,
+  SEED_SETS = 17179869184u,  // version 17: a mixer's weight set starts as mixer 1's current one
+  ORDER_MIX = 34359738368u,  // version 17: two mixers by the last byte and by the last two, with the bits so far
+  NN_FINAL = 68719476736u,   // version 17: the NN's stretch as an input of the final mixer
+  EXTRAS_ALL = 137438953471u,
   CELLS = CELL_LEFT | CELL_ORDER | CELL_UP,  // the cells are tracked for any of these
 };
 
@@ -369,6 +385,8 @@ constexpr int RUN_BITS_BELOW = 5;  // RUNS: a model's run table has 2**(table_bi
 constexpr u32 RUN_COUNTS = 16;  // RUNS: its map's contexts tell runs of 1..14 and 15 or more apart
 constexpr int GROUP_SET_BITS = 12;  // GROUP_MIX: its weight sets (per bit position) by a hash of the last 3 groups
 constexpr u32 GROUP_SETS = u32(1) << GROUP_SET_BITS;
+constexpr int ORDER_SET_BITS = 16;  // ORDER_MIX: each mixer's sets (c1 and c0; a hash of c2 c1 and c0)
+constexpr u32 ORDER_SETS = u32(1) << ORDER_SET_BITS;
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -500,6 +518,10 @@ class Stage {
     if ((p.has(CLASS_MIX) || p.has(STATE_MIX) || p.has(GROUP_MIX)) && !p.has(LAYERED))
       throw std::invalid_argument("the class, state and group mixers need the layered mixers");
     if (p.has(SLOW_FINAL) && !p.has(LAYERED)) throw std::invalid_argument("the slow final mixer needs the layered mixers");
+    if ((p.has(ORDER_MIX) || p.has(NN_FINAL)) && !p.has(LAYERED))
+      throw std::invalid_argument("the order mixers and the NN's final input need the layered mixers");
+    if (p.has(NN_FINAL) && !p.nn) throw std::invalid_argument("the NN's final input needs the NN");
+    if (p.has(SEED_SETS) && !p.has(WARM)) throw std::invalid_argument("seeded weight sets need warm mixers");
     if (p.has(GROUP_APM) && !p.apm) throw std::invalid_argument("the group APM needs the APMs");
     if (p.has(RECOVER) && !p.match) throw std::invalid_argument("the recovering match needs the match model");
     for (int o : orders) {
@@ -547,7 +569,11 @@ class Stage {
       if (p.has(CLASS_MIX)) mixer5_ = Mixer(k, n_inputs_, CLASS_SETS * CLASS_SETS * 8, p.mixer_lr, w, warm);
       if (p.has(STATE_MIX)) mixer6_ = Mixer(k, n_inputs_, STATE_SETS * 8, p.mixer_lr, w, warm);
       if (p.has(GROUP_MIX)) mixer7_ = Mixer(k, n_inputs_, GROUP_SETS * 8, p.mixer_lr, w, warm);
-      n_final_ = 4 + p.has(CLASS_MIX) + p.has(STATE_MIX) + p.has(GROUP_MIX);
+      if (p.has(ORDER_MIX)) {
+        mixer8_ = Mixer(k, n_inputs_, ORDER_SETS, p.mixer_lr, w, warm);
+        mixer9_ = Mixer(k, n_inputs_, ORDER_SETS, p.mixer_lr, w, warm);
+      }
+      n_final_ = 4 + p.has(CLASS_MIX) + p.has(STATE_MIX) + p.has(GROUP_MIX) + 2 * p.has(ORDER_MIX) + p.has(NN_FINAL);
       final_ = Mixer(k, n_final_, 8, final_rate(p), std::vector<i32>(size_t(n_final_), 65536 / n_final_), warm);
     }
     if (p.nn) nn_apm_ = APM(*tb_, 65536);
@@ -662,6 +688,10 @@ class Stage {
   static int class_set(const Lane& L, int k) {
     return int(byte_class(int(L.hist & 255)) * CLASS_SETS + byte_class(int(L.hist >> 8 & 255))) * 8 + k;
   }
+  // ORDER_MIX: the second order mixer's weight set, by the last two bytes and the bits so far c0
+  static int order2_set(const Lane& L, int c0) {
+    return int(hash32(u32(L.hist & 0xFFFF) * 0x9E3779B1u + u32(c0) * 0x3C6EF372u) >> (32 - ORDER_SET_BITS));
+  }
   // GROUP_MIX's weight set at bit k: by the last 3 groups
   static int group_set(const Lane& L, int k) {
     return int(hash32(u32(L.groups & 0xFFFFFF) + u32(L.group_repeat)) >> (32 - GROUP_SET_BITS)) * 8 + k;
@@ -773,7 +803,7 @@ class Stage {
                indirect_.bytes();
     for (const auto& t : tables_) n += t.bytes();
     for (const auto& r : runs_) n += r.size() * sizeof(u32);
-    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &mixer7_, &final_})
+    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &mixer7_, &mixer8_, &mixer9_, &final_})
       n += m->bytes();
     for (const APM* a : {&nn_apm_, &apm1_, &apm2_, &match_apm_, &group_apm_}) n += a->bytes();
     return n;
@@ -968,11 +998,13 @@ class Stage {
       // c1 and by how many contexts are known, then a final mixer)
       int set1 = k + 8 * (expect[0] < 0 ? 0 : 1 + (band[0] >= 16) + (band[0] >= 28));
       if (prm_.has(MATCH_CTX) && mcx[0] != 0) set1 += 32 * (1 + int(mcx[0] & 1));  // by the expected bit
-      const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
-      int x3 = 0, x4 = 0, x5 = 0, x6 = 0, x7 = 0, xf[FINAL_INPUTS];
       const int set3 = mixer3_set(L, k, prm_.has(DIGITS));
       const int set4 = std::min(seen, 15) * 8 + k + (prm_.has(FIELD_EQ) && L.field_eq ? 128 : 0);
       const int set5 = class0 + k, set6 = state0 + k, set7 = group0 + k;
+      const int set8 = int(c1) << 8 | c0, set9 = order2_set(L, c0);
+      if (prm_.has(SEED_SETS)) seed_sets(k, set1, c0, {set3, set4, set5, set6, set7, set8, set9});
+      const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
+      int x3 = 0, x4 = 0, x5 = 0, x6 = 0, x7 = 0, x8 = 0, x9 = 0, xf[FINAL_INPUTS];
       if (prm_.has(LAYERED)) {
         x3 = mixer3_.dot(x, set3);
         x4 = mixer4_.dot(x, set4);
@@ -981,6 +1013,8 @@ class Stage {
         if (prm_.has(CLASS_MIX)) xf[nf++] = x5 = mixer5_.dot(x, set5);
         if (prm_.has(STATE_MIX)) xf[nf++] = x6 = mixer6_.dot(x, set6);
         if (prm_.has(GROUP_MIX)) xf[nf++] = x7 = mixer7_.dot(x, set7);
+        if (prm_.has(ORDER_MIX)) xf[nf++] = x8 = mixer8_.dot(x, set8), xf[nf++] = x9 = mixer9_.dot(x, set9);
+        if (prm_.has(NN_FINAL)) xf[nf++] = x[0];
       }
       const int xm = prm_.has(LAYERED) ? final_.dot(xf, k) : (x1 + x2) >> 1;
       const int pm = tb.sq(xm);
@@ -1006,6 +1040,7 @@ class Stage {
         if (prm_.has(CLASS_MIX)) mixer5_.update(x, set5, y, tb.sq(x5));
         if (prm_.has(STATE_MIX)) mixer6_.update(x, set6, y, tb.sq(x6));
         if (prm_.has(GROUP_MIX)) mixer7_.update(x, set7, y, tb.sq(x7));
+        if (prm_.has(ORDER_MIX)) mixer8_.update(x, set8, y, tb.sq(x8)), mixer9_.update(x, set9, y, tb.sq(x9));
       }
       if (prm_.nn) nn_apm_.update(y);
       if (prm_.apm) {
@@ -1070,6 +1105,22 @@ class Stage {
     x[n++] = tb.st(map.p16(cx));
     x[n++] = on ? (ebit ? 1 : -1) * std::min<int>(int(len) * 32, 2047) : 0;
     return cx;
+  }
+  // SEED_SETS (the contract says how): mixer 1's set for this match state, if never updated, starts as
+  // its set k (no match state); then each other mixer's set, if never updated, as mixer 1's. A set seen
+  // for the first time (a new partial byte, class pair, order-2 context) starts from weights that
+  // already know the file rather than from the NN alone. later: the sets of mixers 3 to 9, in order.
+  void seed_sets(int k, int set1, int c0, const std::array<int, 7>& later) {
+    mixer1_.seed(set1, mixer1_.set_weights(k));
+    const i32* from = mixer1_.set_weights(set1);
+    mixer2_.seed(c0, from);
+    if (!prm_.has(LAYERED)) return;
+    mixer3_.seed(later[0], from);
+    mixer4_.seed(later[1], from);
+    if (prm_.has(CLASS_MIX)) mixer5_.seed(later[2], from);
+    if (prm_.has(STATE_MIX)) mixer6_.seed(later[3], from);
+    if (prm_.has(GROUP_MIX)) mixer7_.seed(later[4], from);
+    if (prm_.has(ORDER_MIX)) mixer8_.seed(later[5], from), mixer9_.seed(later[6], from);
   }
   u64 ring_mask() const { return (u64(1) << prm_.history_bits) - 1; }
 
@@ -1209,7 +1260,7 @@ class Stage {
                        GROUPS_CTX = 25, GROUP_WORD_CTX = 26, TOKEN1 = 27, TOKEN2 = 28, TOKEN3 = 29,
                        INDIRECT1 = 30, INDIRECT2 = 31, INDIRECT3 = 32,
                        PLACES_CTX = 33, UP_CTX = 34, THIS_TOKEN_CTX = 35, NEST_CTX = 36;
-  static constexpr int FINAL_INPUTS = 7;  // mixers 1-4, CLASS_MIX's, STATE_MIX's, GROUP_MIX's
+  static constexpr int FINAL_INPUTS = 10;  // mixers 1-4, CLASS_MIX's, STATE_MIX's, GROUP_MIX's, ORDER_MIX's 2, NN_FINAL's
 
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
   std::vector<Model> models_;
@@ -1228,7 +1279,7 @@ class Stage {
   std::vector<u8> ring_;
   std::vector<u64> heads_;
   Indirect indirect_;  // INDIRECT's tables
-  Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, mixer7_, final_;
+  Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, mixer7_, mixer8_, mixer9_, final_;
   int n_final_ = 4;  // the final mixer's inputs
   APM nn_apm_, apm1_, apm2_, match_apm_, group_apm_;
   int n_inputs_ = 0;
