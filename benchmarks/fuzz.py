@@ -50,7 +50,8 @@ def main() -> None:
     data = text[:2000] + random.Random(1).randbytes(600) + text[2000:3000]
     other = text[3000:5000] + random.Random(2).randbytes(600) + text[5000:6000]
     codings = ((frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
-               (frozenset(Method), "cm"), (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams(nn=False, nn_final=False)),
+               (frozenset(Method), "cm"),
+               (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams(nn=False, nn_final=False)),
                (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams()))  # every model of the newest stage
     archives, donors = ([shazip.compress(d, model=model, block_size=900, lanes=3, methods=m, adapt=a)
                          for m, a in codings] for d in (data, other))

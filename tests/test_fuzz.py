@@ -19,7 +19,8 @@ from shazip.errors import ShazipError
 from shazip.testing import MUTATIONS, Layout, mutate
 
 FUZZED = [(frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
-          (frozenset(Method), "cm"), (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams(nn=False, nn_final=False))]  # -1, -2
+          (frozenset(Method), "cm"),
+          (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams(nn=False, nn_final=False))]  # -1, -2
 
 
 @pytest.fixture(scope="module")
