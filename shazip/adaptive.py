@@ -155,7 +155,7 @@ class AdaptiveParams:
         and what follows an operator, whatever came before it; levels 7-9.
     nest: that token with the innermost open bracket and the brackets' depth: a token by what it
         is inside (an argument list, an array, a block); levels 7-9.
-    Version 17 adds three:
+    Version 17 adds five:
     seed_sets: a mixer's weight set met for the first time (needs `warm`, whose counts tell) starts
         as mixer 1's current set rather than with the NN's weight alone: a new partial byte or class
         pair is mixed with what the file has taught so far (0.1-0.2 % smaller at every level but
@@ -163,6 +163,11 @@ class AdaptiveParams:
     order_mix: two more mixers (needs `layered`), their weight sets by the last byte and by a hash of
         the last two, each with the bits so far: which models to trust after `th`, `=>` or `":`;
         levels 7-9 (about 2 µs/byte).
+    place_mix: a mixer (needs `layered`) whose weight sets are chosen by the field number, the column
+        (up to 15 each) and the bits so far: an indentation, a record's field; levels 7-9.
+    match_mix: a mixer (needs `layered` and `match`) whose weight sets are chosen by the match
+        model's predicted byte and the bits so far: how far to trust a match by what it predicts;
+        levels 7-9 (the two about 1 µs/byte each at one lane).
     nn_final: the NN's own stretch as an input of the final mixer (needs `layered` and `nn`), which
         can then trust it past the mixers; levels 7-9 (it costs small inputs at the default's lanes).
     """
@@ -216,6 +221,8 @@ class AdaptiveParams:
     seed_sets: bool = True
     order_mix: bool = True
     nn_final: bool = True
+    place_mix: bool = True
+    match_mix: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -287,14 +294,16 @@ class AdaptiveParams:
                 or (extras >> EXTRA_FLAGS.index("class_mix") & 3 and not extras >> EXTRA_FLAGS.index("layered") & 1)
                 or (extras >> EXTRA_FLAGS.index("group_mix") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)
                 or (extras >> EXTRA_FLAGS.index("slow_final") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)
-                or (extras >> EXTRA_FLAGS.index("order_mix") & 3 and not extras >> EXTRA_FLAGS.index("layered") & 1)
+                or (extras >> EXTRA_FLAGS.index("order_mix") & 15 and not extras >> EXTRA_FLAGS.index("layered") & 1)
+                or (extras >> EXTRA_FLAGS.index("match_mix") & 1 and not models >> MODEL_FLAGS.index("match") & 1)
                 or (extras >> EXTRA_FLAGS.index("nn_final") & 1 and not models >> MODEL_FLAGS.index("nn") & 1)
                 or (extras >> EXTRA_FLAGS.index("seed_sets") & 1 and not extras >> EXTRA_FLAGS.index("warm") & 1)
                 or (extras >> EXTRA_FLAGS.index("group_apm") & 1 and not models >> MODEL_FLAGS.index("apm") & 1)
                 or (extras >> EXTRA_FLAGS.index("recover") & 1 and not models >> MODEL_FLAGS.index("match") & 1)):
             raise CorruptArchive("adaptive stage parameters are damaged (unknown models, no context order, "
                                  "digits without layered, the class, state or group mixer without layered, "
-                                 "the slow final mixer without layered, the order mixers without layered, "
+                                 "the slow final mixer without layered, the order, place or match mixer without "
+                                 "layered, the match mixer without match, "
                                  "the NN's final input without layered or the NN, seeded sets without warm, "
                                  "recover without match, the group APM without the APMs)")
         flags = {name: bool(models >> i & 1) for i, name in enumerate(MODEL_FLAGS)}
@@ -315,15 +324,16 @@ MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the
 # bit i of `extras`: version 2's seven models, then version 3's, version 4's three, versions 5's to 7's one
 # each, version 8's two, version 9's three, version 10's two, versions 11's to 13's one each, version 14's three,
 # version 15's two, version 16's five (the fourth byte's last three bits and a fifth byte's first two), version
-# 17's three (the fifth byte's bits 2-4)
+# 17's five (the fifth byte's bits 2-6)
 EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
                "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",
                "predicted", "class_mix", "state_mix", "cell_left", "cell_order",
                "last_number", "runs", "groups", "group_word", "group_mix", "group_apm", "tokens", "indirect",
-               "slow_final", "places", "cell_up", "this_token", "nest", "seed_sets", "order_mix", "nn_final")
+               "slow_final", "places", "cell_up", "this_token", "nest", "seed_sets", "order_mix", "nn_final",
+               "place_mix", "match_mix")
 # how many of EXTRA_FLAGS each version has
 EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22, 12: 23, 13: 24, 14: 27, 15: 29,
-             16: 34, 17: 37}
+             16: 34, 17: 39}
 # version 10's models and version 16's cell context, for tables only (`for_data`)
 TABLE_FLAGS = EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]] + ("cell_up",)
 TEXT_FLAGS = ("tokens", "this_token", "nest")  # versions 15's and 16's token models, for what is no table (`for_data`)
@@ -331,8 +341,8 @@ TEXT_FLAGS = ("tokens", "this_token", "nest")  # versions 15's and 16's token mo
 # sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2, version 9's 1, version 10's 1,
 # version 11's 1, version 13's 1, version 14's 1, version 15's 6 and version 16's 4) with version 12's
 # run tables of 2**19 entries each, version 15's order-3 indirect table of 2**23 u16, a 2**26-byte
-# history and 2**24 match entries (about 0.85 GB), beside the mixers' weights (at most 180,000 sets of 86
-# inputs, 62 MB, version 17's order mixers 45 MB of them), whatever a damaged or hostile header says.
+# history and 2**24 match entries (about 0.85 GB), beside the mixers' weights (at most 311,000 sets of 86
+# inputs, 107 MB, version 17's four mixers 90 MB of them), whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
                   "mixer_lr": (1, 64)}
 TABULAR_SAMPLE = 1 << 16  # bytes of an input's start that `looks_tabular` reads

@@ -73,13 +73,14 @@ class Level:
 # groups (a context, a mixer, an APM: 0.3-0.5 % smaller for about 1.3 µs/byte more; "Stage version
 # 14"), version 15's tokens and indirect contexts (0.3 % smaller on structured text, 0.4-0.7 % on
 # prose, for about 2 µs/byte more at one lane; "Stage version 15") and version 16's contexts of
-# numbers, cells, tokens and brackets (0.5 % smaller on structured text) and version 17's order
-# mixers and the NN's final input (0.2-0.3 % smaller, for about 2 µs/byte more): a few per cent of their
+# numbers, cells, tokens and brackets (0.5 % smaller on structured text) and version 17's order,
+# place and match mixers and the NN's final input (0.4-0.5 % smaller, for about 4 µs/byte more at one
+# lane): a few per cent of their
 # time, where the model's long lanes cost several times the stage's. Level 2, the stage alone, keeps
 # version 11's models: there the stage is all of the time. Where every block is one lane (-2, -9)
 # the stage's models of a lane's own statistics are left out (LanePolicy.one_lane).
 HEAVY = ("group_word", "group_mix", "group_apm", "tokens", "indirect",  # versions 14-17's: -7 .. -9 only
-         "places", "cell_up", "this_token", "nest", "order_mix", "nn_final")
+         "places", "cell_up", "this_token", "nest", "order_mix", "place_mix", "match_mix", "nn_final")
 DEFAULT_DROP = ("sparse",) + HEAVY
 LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 17, ONE_LANE, ("runs", "groups") + HEAVY),
           3: Level(True, 17, 2048, DEFAULT_DROP), 4: Level(True, 17, 4096, DEFAULT_DROP),

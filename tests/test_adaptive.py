@@ -941,14 +941,24 @@ def test_order_mixer_set_by_hand():
         assert core.load().order2_set(data, c0) == want
 
 
+def test_place_and_match_mixer_sets_by_hand():
+    """Version 17's place mixer picks its weight set by the field (a separator starts the next one),
+    the column (bytes since the line began) and the bits so far, each counted to 15; its match mixer
+    by the predicted byte and the bits so far (without a prediction by those bits alone)."""
+    for data, field, column in ((b"ab\nx", 0, 1), (b"a,b c=d", 3, 7), (b"\n" + b"x:" * 20, 15, 15)):
+        assert core.load().place_set(data, 0b110) == field << 12 | column << 8 | 0b110
+    assert core.load().match_set(ord("e"), 0b101) == (ord("e") + 1) << 8 | 0b101
+    assert core.load().match_set(255, 1) == 256 << 8 | 1 and core.load().match_set(-1, 0b11) == 0b11
+
+
 def test_version_17_header():
-    """A version 17 header is version 16's thirteen bytes with its three models' bits, 34 to 36 in the
+    """A version 17 header is version 16's thirteen bytes with its five models' bits, 34 to 38 in the
     thirteenth byte; one without them, or with a later bit, is damaged, and version 16 does not know them."""
     p, before = AdaptiveParams().at_version(17), AdaptiveParams().at_version(16)
     assert p.version == 17 and AdaptiveParams.unpack(p.pack(), 17) == p
-    assert p.pack() == before.pack()[:12] + bytes([before.pack()[12] | 0b11100])
+    assert p.pack() == before.pack()[:12] + bytes([before.pack()[12] | 0b1111100])
     assert len(p.pack()) == PARAMS_BYTES[17] == 13
-    for bad in [before.pack(), p.pack()[:12] + b"\x3f", p.pack() + b"\x00"]:
+    for bad in [before.pack(), p.pack()[:12] + b"\xff", p.pack() + b"\x00"]:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, 17)
     with pytest.raises(CorruptArchive):
@@ -956,14 +966,18 @@ def test_version_17_header():
 
 
 def test_version_17_models_round_trip_and_count():
-    """The seeded sets on version 16's stage and on version 1's models with warm mixers, the order
-    mixers and the NN's final input on version 1's with the layered mixers; each refused without what
-    it needs."""
+    """The seeded sets on version 16's stage and on version 1's models with warm mixers, the order,
+    place and match mixers and the NN's final input on version 1's with the layered mixers; each
+    refused without what it needs."""
     warm, bare = replace(SMALL.at_version(1), warm=True), replace(SMALL.at_version(1), layered=True)
     assert_adds_model("seed_sets", 17, warm)
     assert_refused_without(replace(warm, seed_sets=True), "warm", 17, "seeded sets without warm", "seeded weight sets")
-    assert_adds_model("order_mix", 17, bare)
-    assert_refused_without(replace(bare, order_mix=True), "layered", 17, "order mixers without layered", "order mixers")
+    for flag in ("order_mix", "place_mix", "match_mix"):
+        assert_adds_model(flag, 17, bare)
+        assert_refused_without(replace(bare, **{flag: True}), "layered", 17, "order, place or match mixer without layered",
+                               "order, place and match mixers")
+    assert_refused_without(replace(bare, match_mix=True), "match", 17, "match mixer without match",
+                           "match mixer needs the match model")
     assert_adds_model("nn_final", 17, bare)
     assert_refused_without(replace(bare, nn_final=True), "layered", 17, "final input without layered", "final input")
     assert_refused_without(replace(bare, nn_final=True), "nn", 17, "final input without layered or the NN",

@@ -263,7 +263,7 @@ def test_golden_stage_version_2_to_17_archives(trained, text, version):
     by default for tables), 11 (the last-number context), 12 (the run inputs), 13 (the groups
     context), 14 (the group word, mixer and APM), 15 (the tokens and indirect contexts), 16 (the
     slow final mixer, the places, cell, current-token and nest contexts) and 17 (the seeded weight
-    sets, the order mixers and the NN's final input; levels 2-9): the same two
+    sets, the order, place and match mixers and the NN's final input; levels 2-9): the same two
     calls as the version 1 golden files, frozen in golden-mixed-sV.shz and golden-solo-sV.shz;
     each version's parameters without its models write the version before's."""
     adapt = AdaptiveParams().at_version(version)

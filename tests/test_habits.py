@@ -128,7 +128,7 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
     not on text zstd shrinks less than 3-fold). Where every block is one lane (-2, -9) the
     stage leaves out its models of a lane's own statistics. Every level but -1 has version 16's
     slow final mixer and version 17's seeded sets (its archive is version 17), -7 .. -9 also version 17's
-    order mixers and the NN's final input. The archive records every choice: decoding
+    order, place and match mixers and the NN's final input. The archive records every choice: decoding
     takes no level."""
     from shazip.adaptive import AdaptiveParams
     from shazip.container import describe
@@ -141,7 +141,7 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
         assert params.nn == (level >= 3) and params.runs == params.groups == (level >= 3)
         assert params.group_word == params.group_mix == params.group_apm == (level >= 7)
         assert params.tokens == params.indirect == (level >= 7)
-        assert params.places == params.order_mix == params.nn_final == (level >= 7)
+        assert params.places == params.order_mix == params.match_mix == params.nn_final == (level >= 7)
         assert params.slow_final == params.seed_sets == (level >= 2)
         assert head["adapt_version"] == (1 if level == 1 else 17)
         assert params.sparse == (level <= 2 or level >= 7)

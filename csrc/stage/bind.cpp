@@ -235,6 +235,14 @@ void bind_stage(py::module_& m) {
     require(c0 >= 1 && c0 < 256, "c0 must be in [1, 255]");
     return Stage::order2_set(lane_after(std::string(data)), c0);
   });
+  m.def("place_set", [](const py::bytes& data, int c0) {
+    require(c0 >= 1 && c0 < 256, "c0 must be in [1, 255]");
+    return Stage::place_set(lane_after(std::string(data)), c0);
+  });
+  m.def("match_set", [](int e, int c0) {
+    require(e >= -1 && e < 256 && c0 >= 1 && c0 < 256, "e must be in [-1, 255], c0 in [1, 255]");
+    return Stage::match_set(e, c0);
+  });
   m.def("nest_context", [](const py::bytes& data) { return Stage::nest_context(lane_after(std::string(data))); });
   m.def("cell_contexts", &cell_contexts);
   m.def("byte_class", [](int c) {

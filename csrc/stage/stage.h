@@ -270,17 +270,24 @@
 //                  the token alone, whatever came before it.
 //   NEST           context: the hash of (stack & 255) << 40 | min(depth, 15) << 32 | (t while in a token,
 //                  else tok1): the token by the bracket it is in (an argument list, an array, a block).
-// VERSION 17 adds three, bits 34-36 of extras (0 gives version 16's stage, unchanged):
+// VERSION 17 adds five, bits 34-38 of extras (0 gives version 16's stage, unchanged):
 //   SEED_SETS      (needs WARM, whose update counts tell a set never updated) at each bit, before the dot
 //                  products: if mixer 1's set set1 has never been updated and is not set k, its weights
 //                  become those of its set k (no match state); then, in the order mixer 2, 3, 4, CLASS_MIX's,
-//                  STATE_MIX's, GROUP_MIX's, ORDER_MIX's two, each present mixer's set for this bit that has
-//                  never been updated takes mixer 1's set1 weights. A weight set met for the first time (a
-//                  partial byte, a pair of classes, an order-2 context) starts from weights that have learnt
-//                  the file so far, not from the NN's alone.
+//                  STATE_MIX's, GROUP_MIX's, ORDER_MIX's two, PLACE_MIX's, MATCH_MIX's, each present mixer's
+//                  set for this bit that has never been updated takes mixer 1's set1 weights. A weight set
+//                  met for the first time (a partial byte, a pair of classes, an order-2 context) starts
+//                  from weights that have learnt the file so far, not from the NN's alone.
 //   ORDER_MIX      (needs LAYERED) two more mixers over the same inputs: sets c1 << 8 | c0 (65536) and
 //                  hash32(c2 c1 * 0x9E3779B1 + c0 * 0x3C6EF372) >> 16 (65536; the products wrap as u32);
 //                  their outputs are the final mixer's next two inputs, after GROUP_MIX's.
+//   PLACE_MIX      (needs LAYERED) a mixer over the same inputs, sets min(field, 15) << 12 | min(column, 15) << 8
+//                  | c0 (65536; fields as for FIELDS, tracked for it too; column: the lane's bytes since its line
+//                  began): an indentation, a record's field, by where the byte is; its output the final
+//                  mixer's next input, after ORDER_MIX's.
+//   MATCH_MIX      (needs LAYERED and the match model) a mixer over the same inputs, sets (e + 1) << 8 | c0, e the
+//                  first match model's predicted byte, or c0 without one (257 * 256): how far to trust a
+//                  match, by what it predicts; its output the final mixer's next input.
 //   NN_FINAL       (needs LAYERED and the NN) the NN's first input (its stretch) as the final mixer's last
 //                  input. The final mixer's initial weights stay floor(65536 / its inputs) each.
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
@@ -345,7 +352,9 @@ enum Extra : u64 {
   SEED_SETS = 17179869184u,  // version 17: a mixer's weight set starts as mixer 1's current one
   ORDER_MIX = 34359738368u,  // version 17: two mixers by the last byte and by the last two, with the bits so far
   NN_FINAL = 68719476736u,   // version 17: the NN's stretch as an input of the final mixer
-  EXTRAS_ALL = 137438953471u,
+  PLACE_MIX = 137438953472u,  // version 17: a mixer by the field, the column and the bits so far
+  MATCH_MIX = 274877906944u,  // version 17: a mixer by the match's predicted byte and the bits so far
+  EXTRAS_ALL = 549755813887u,
   CELLS = CELL_LEFT | CELL_ORDER | CELL_UP,  // the cells are tracked for any of these
 };
 
@@ -387,6 +396,8 @@ constexpr int GROUP_SET_BITS = 12;  // GROUP_MIX: its weight sets (per bit posit
 constexpr u32 GROUP_SETS = u32(1) << GROUP_SET_BITS;
 constexpr int ORDER_SET_BITS = 16;  // ORDER_MIX: each mixer's sets (c1 and c0; a hash of c2 c1 and c0)
 constexpr u32 ORDER_SETS = u32(1) << ORDER_SET_BITS;
+constexpr u32 PLACE_MAX = 16;  // PLACE_MIX: fields 0..14 and 15 or later, columns 0..14 and 15 or later
+constexpr u32 PLACE_SETS = PLACE_MAX * PLACE_MAX * 256, MATCH_SETS = 257 * 256;  // PLACE_MIX's, MATCH_MIX's
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -518,8 +529,9 @@ class Stage {
     if ((p.has(CLASS_MIX) || p.has(STATE_MIX) || p.has(GROUP_MIX)) && !p.has(LAYERED))
       throw std::invalid_argument("the class, state and group mixers need the layered mixers");
     if (p.has(SLOW_FINAL) && !p.has(LAYERED)) throw std::invalid_argument("the slow final mixer needs the layered mixers");
-    if ((p.has(ORDER_MIX) || p.has(NN_FINAL)) && !p.has(LAYERED))
-      throw std::invalid_argument("the order mixers and the NN's final input need the layered mixers");
+    if ((p.has(ORDER_MIX) || p.has(NN_FINAL) || p.has(PLACE_MIX) || p.has(MATCH_MIX)) && !p.has(LAYERED))
+      throw std::invalid_argument("the order, place and match mixers and the NN's final input need the layered mixers");
+    if (p.has(MATCH_MIX) && !p.match) throw std::invalid_argument("the match mixer needs the match model");
     if (p.has(NN_FINAL) && !p.nn) throw std::invalid_argument("the NN's final input needs the NN");
     if (p.has(SEED_SETS) && !p.has(WARM)) throw std::invalid_argument("seeded weight sets need warm mixers");
     if (p.has(GROUP_APM) && !p.apm) throw std::invalid_argument("the group APM needs the APMs");
@@ -573,7 +585,10 @@ class Stage {
         mixer8_ = Mixer(k, n_inputs_, ORDER_SETS, p.mixer_lr, w, warm);
         mixer9_ = Mixer(k, n_inputs_, ORDER_SETS, p.mixer_lr, w, warm);
       }
-      n_final_ = 4 + p.has(CLASS_MIX) + p.has(STATE_MIX) + p.has(GROUP_MIX) + 2 * p.has(ORDER_MIX) + p.has(NN_FINAL);
+      if (p.has(PLACE_MIX)) mixer10_ = Mixer(k, n_inputs_, PLACE_SETS, p.mixer_lr, w, warm);
+      if (p.has(MATCH_MIX)) mixer11_ = Mixer(k, n_inputs_, MATCH_SETS, p.mixer_lr, w, warm);
+      n_final_ = 4 + p.has(CLASS_MIX) + p.has(STATE_MIX) + p.has(GROUP_MIX) + 2 * p.has(ORDER_MIX) + p.has(PLACE_MIX) +
+                 p.has(MATCH_MIX) + p.has(NN_FINAL);
       final_ = Mixer(k, n_final_, 8, final_rate(p), std::vector<i32>(size_t(n_final_), 65536 / n_final_), warm);
     }
     if (p.nn) nn_apm_ = APM(*tb_, 65536);
@@ -692,6 +707,13 @@ class Stage {
   static int order2_set(const Lane& L, int c0) {
     return int(hash32(u32(L.hist & 0xFFFF) * 0x9E3779B1u + u32(c0) * 0x3C6EF372u) >> (32 - ORDER_SET_BITS));
   }
+  // PLACE_MIX's weight set: by the field, the column (the lane's bytes since its line began) and c0
+  static int place_set(const Lane& L, int c0) {
+    const u32 column = std::min<u32>(L.coded - L.line, PLACE_MAX - 1);
+    return int(std::min<u32>(L.field, PLACE_MAX - 1) << 12 | column << 8 | u32(c0));
+  }
+  // MATCH_MIX's weight set: by the first match model's predicted byte e (-1: none) and c0
+  static int match_set(int e, int c0) { return (e < 0 ? 0 : (e + 1) << 8) | c0; }
   // GROUP_MIX's weight set at bit k: by the last 3 groups
   static int group_set(const Lane& L, int k) {
     return int(hash32(u32(L.groups & 0xFFFFFF) + u32(L.group_repeat)) >> (32 - GROUP_SET_BITS)) * 8 + k;
@@ -708,7 +730,7 @@ class Stage {
   // the lines, FIELDS, SHAPE, BRACKETS, FIELD_VALUE/EQ, DIGITS, ... and GROUPS state after byte c, which followed
   // `before` (L.coded counts c; FIELD_EQ compares c with L.above, c's field_above)
   static void structure(Lane& L, int c, int before, u64 extras) {
-    if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS | RECORD | STATE_MIX)) {
+    if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS | RECORD | STATE_MIX | PLACE_MIX)) {
       const bool eq = L.field_eq && L.above == (256 | u32(c));
       L.field_eq = true;
       if (c == '\n') {
@@ -803,7 +825,8 @@ class Stage {
                indirect_.bytes();
     for (const auto& t : tables_) n += t.bytes();
     for (const auto& r : runs_) n += r.size() * sizeof(u32);
-    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &mixer7_, &mixer8_, &mixer9_, &final_})
+    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &mixer7_, &mixer8_, &mixer9_, &mixer10_, &mixer11_,
+                           &final_})
       n += m->bytes();
     for (const APM* a : {&nn_apm_, &apm1_, &apm2_, &match_apm_, &group_apm_}) n += a->bytes();
     return n;
@@ -1001,10 +1024,11 @@ class Stage {
       const int set3 = mixer3_set(L, k, prm_.has(DIGITS));
       const int set4 = std::min(seen, 15) * 8 + k + (prm_.has(FIELD_EQ) && L.field_eq ? 128 : 0);
       const int set5 = class0 + k, set6 = state0 + k, set7 = group0 + k;
-      const int set8 = int(c1) << 8 | c0, set9 = order2_set(L, c0);
-      if (prm_.has(SEED_SETS)) seed_sets(k, set1, c0, {set3, set4, set5, set6, set7, set8, set9});
+      const int set8 = int(c1) << 8 | c0, set9 = order2_set(L, c0), set10 = place_set(L, c0);
+      const int set11 = match_set(expect[0], c0);
+      if (prm_.has(SEED_SETS)) seed_sets(k, set1, c0, {set3, set4, set5, set6, set7, set8, set9, set10, set11});
       const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
-      int x3 = 0, x4 = 0, x5 = 0, x6 = 0, x7 = 0, x8 = 0, x9 = 0, xf[FINAL_INPUTS];
+      int x3 = 0, x4 = 0, x5 = 0, x6 = 0, x7 = 0, x8 = 0, x9 = 0, x10 = 0, x11 = 0, xf[FINAL_INPUTS];
       if (prm_.has(LAYERED)) {
         x3 = mixer3_.dot(x, set3);
         x4 = mixer4_.dot(x, set4);
@@ -1014,6 +1038,8 @@ class Stage {
         if (prm_.has(STATE_MIX)) xf[nf++] = x6 = mixer6_.dot(x, set6);
         if (prm_.has(GROUP_MIX)) xf[nf++] = x7 = mixer7_.dot(x, set7);
         if (prm_.has(ORDER_MIX)) xf[nf++] = x8 = mixer8_.dot(x, set8), xf[nf++] = x9 = mixer9_.dot(x, set9);
+        if (prm_.has(PLACE_MIX)) xf[nf++] = x10 = mixer10_.dot(x, set10);
+        if (prm_.has(MATCH_MIX)) xf[nf++] = x11 = mixer11_.dot(x, set11);
         if (prm_.has(NN_FINAL)) xf[nf++] = x[0];
       }
       const int xm = prm_.has(LAYERED) ? final_.dot(xf, k) : (x1 + x2) >> 1;
@@ -1041,6 +1067,8 @@ class Stage {
         if (prm_.has(STATE_MIX)) mixer6_.update(x, set6, y, tb.sq(x6));
         if (prm_.has(GROUP_MIX)) mixer7_.update(x, set7, y, tb.sq(x7));
         if (prm_.has(ORDER_MIX)) mixer8_.update(x, set8, y, tb.sq(x8)), mixer9_.update(x, set9, y, tb.sq(x9));
+        if (prm_.has(PLACE_MIX)) mixer10_.update(x, set10, y, tb.sq(x10));
+        if (prm_.has(MATCH_MIX)) mixer11_.update(x, set11, y, tb.sq(x11));
       }
       if (prm_.nn) nn_apm_.update(y);
       if (prm_.apm) {
@@ -1109,8 +1137,8 @@ class Stage {
   // SEED_SETS (the contract says how): mixer 1's set for this match state, if never updated, starts as
   // its set k (no match state); then each other mixer's set, if never updated, as mixer 1's. A set seen
   // for the first time (a new partial byte, class pair, order-2 context) starts from weights that
-  // already know the file rather than from the NN alone. later: the sets of mixers 3 to 9, in order.
-  void seed_sets(int k, int set1, int c0, const std::array<int, 7>& later) {
+  // already know the file rather than from the NN alone. later: the sets of mixers 3 to 11, in order.
+  void seed_sets(int k, int set1, int c0, const std::array<int, 9>& later) {
     mixer1_.seed(set1, mixer1_.set_weights(k));
     const i32* from = mixer1_.set_weights(set1);
     mixer2_.seed(c0, from);
@@ -1121,6 +1149,8 @@ class Stage {
     if (prm_.has(STATE_MIX)) mixer6_.seed(later[3], from);
     if (prm_.has(GROUP_MIX)) mixer7_.seed(later[4], from);
     if (prm_.has(ORDER_MIX)) mixer8_.seed(later[5], from), mixer9_.seed(later[6], from);
+    if (prm_.has(PLACE_MIX)) mixer10_.seed(later[7], from);
+    if (prm_.has(MATCH_MIX)) mixer11_.seed(later[8], from);
   }
   u64 ring_mask() const { return (u64(1) << prm_.history_bits) - 1; }
 
@@ -1260,7 +1290,8 @@ class Stage {
                        GROUPS_CTX = 25, GROUP_WORD_CTX = 26, TOKEN1 = 27, TOKEN2 = 28, TOKEN3 = 29,
                        INDIRECT1 = 30, INDIRECT2 = 31, INDIRECT3 = 32,
                        PLACES_CTX = 33, UP_CTX = 34, THIS_TOKEN_CTX = 35, NEST_CTX = 36;
-  static constexpr int FINAL_INPUTS = 10;  // mixers 1-4, CLASS_MIX's, STATE_MIX's, GROUP_MIX's, ORDER_MIX's 2, NN_FINAL's
+  // mixers 1-4, CLASS_MIX's, STATE_MIX's, GROUP_MIX's, ORDER_MIX's 2, PLACE_MIX's, MATCH_MIX's, NN_FINAL's
+  static constexpr int FINAL_INPUTS = 12;
 
   static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
   std::vector<Model> models_;
@@ -1279,7 +1310,7 @@ class Stage {
   std::vector<u8> ring_;
   std::vector<u64> heads_;
   Indirect indirect_;  // INDIRECT's tables
-  Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, mixer7_, mixer8_, mixer9_, final_;
+  Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, mixer7_, mixer8_, mixer9_, mixer10_, mixer11_, final_;
   int n_final_ = 4;  // the final mixer's inputs
   APM nn_apm_, apm1_, apm2_, match_apm_, group_apm_;
   int n_inputs_ = 0;
