@@ -92,6 +92,11 @@ class Mixer {
   }
   std::vector<i32>& weights() { return w_; }
   const i32* set_weights(int set) const { return &w_[size_t(set) * n_]; }
+  void prefetch(int set) const {  // a set's weights (a hint only: a row is several cache lines)
+    const char* row = reinterpret_cast<const char*>(&w_[size_t(set) * n_]);
+    for (size_t b = 0; b < size_t(n_) * sizeof(i32); b += 64) __builtin_prefetch(row + b);
+    if (!seen_.empty()) __builtin_prefetch(&seen_[size_t(set)]);
+  }
   // SEED_SETS: a set never updated (while warm: the counts tell) takes the weights at `from`
   // (another set's, of a mixer over the same inputs) in place of the initial ones
   void seed(int set, const i32* from) {

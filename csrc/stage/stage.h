@@ -1056,6 +1056,7 @@ class Stage {
         if (prm_.has(GROUP_APM)) p = (3 * p + group_apm_.p16(xm, group_apm_context(L, c0))) >> 2;
       }
       const int y = io(clampi(p, 1, P16_MAX), sym < 0 ? -1 : (sym >> (7 - k)) & 1);
+      if (k < 7) prefetch_big_sets(L, c0 * 2 + y, expect[0]);
       // learn, every component from its own prediction
       mixer1_.update(x, set1, y, tb.sq(x1));
       mixer2_.update(x, c0, y, tb.sq(x2));
@@ -1151,6 +1152,14 @@ class Stage {
     if (prm_.has(ORDER_MIX)) mixer8_.seed(later[5], from), mixer9_.seed(later[6], from);
     if (prm_.has(PLACE_MIX)) mixer10_.seed(later[7], from);
     if (prm_.has(MATCH_MIX)) mixer11_.seed(later[8], from);
+  }
+  // the rows of the mixers with 65,536 sets for the next bit, partial byte c0, rarely in cache (a hint
+  // only; fetched while the bit before updates its models; at a byte's first bit they would compete with
+  // the context tables' fetches)
+  void prefetch_big_sets(const Lane& L, int c0, int expect) const {
+    if (prm_.has(ORDER_MIX)) mixer8_.prefetch(int(L.hist & 0xFF) << 8 | c0), mixer9_.prefetch(order2_set(L, c0));
+    if (prm_.has(PLACE_MIX)) mixer10_.prefetch(place_set(L, c0));
+    if (prm_.has(MATCH_MIX)) mixer11_.prefetch(match_set(expect, c0));
   }
   u64 ring_mask() const { return (u64(1) << prm_.history_bits) - 1; }
 
