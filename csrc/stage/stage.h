@@ -703,7 +703,9 @@ class Stage {
   static int class_set(const Lane& L, int k) {
     return int(byte_class(int(L.hist & 255)) * CLASS_SETS + byte_class(int(L.hist >> 8 & 255))) * 8 + k;
   }
-  // ORDER_MIX: the second order mixer's weight set, by the last two bytes and the bits so far c0
+  // ORDER_MIX: the first order mixer's weight set, by the last byte and the bits so far c0; the second's,
+  // by the last two bytes and c0
+  static int order1_set(const Lane& L, int c0) { return int(L.hist & 0xFF) << 8 | c0; }
   static int order2_set(const Lane& L, int c0) {
     return int(hash32(u32(L.hist & 0xFFFF) * 0x9E3779B1u + u32(c0) * 0x3C6EF372u) >> (32 - ORDER_SET_BITS));
   }
@@ -825,8 +827,8 @@ class Stage {
                indirect_.bytes();
     for (const auto& t : tables_) n += t.bytes();
     for (const auto& r : runs_) n += r.size() * sizeof(u32);
-    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &mixer7_, &mixer8_, &mixer9_, &mixer10_, &mixer11_,
-                           &final_})
+    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &mixer7_, &mixer8_, &mixer9_,
+                           &mixer10_, &mixer11_, &final_})
       n += m->bytes();
     for (const APM* a : {&nn_apm_, &apm1_, &apm2_, &match_apm_, &group_apm_}) n += a->bytes();
     return n;
@@ -1024,7 +1026,7 @@ class Stage {
       const int set3 = mixer3_set(L, k, prm_.has(DIGITS));
       const int set4 = std::min(seen, 15) * 8 + k + (prm_.has(FIELD_EQ) && L.field_eq ? 128 : 0);
       const int set5 = class0 + k, set6 = state0 + k, set7 = group0 + k;
-      const int set8 = int(c1) << 8 | c0, set9 = order2_set(L, c0), set10 = place_set(L, c0);
+      const int set8 = order1_set(L, c0), set9 = order2_set(L, c0), set10 = place_set(L, c0);
       const int set11 = match_set(expect[0], c0);
       if (prm_.has(SEED_SETS)) seed_sets(k, set1, c0, {set3, set4, set5, set6, set7, set8, set9, set10, set11});
       const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
@@ -1154,10 +1156,9 @@ class Stage {
     if (prm_.has(MATCH_MIX)) mixer11_.seed(later[8], from);
   }
   // the rows of the mixers with 65,536 sets for the next bit, partial byte c0, rarely in cache (a hint
-  // only; fetched while the bit before updates its models; at a byte's first bit they would compete with
-  // the context tables' fetches)
+  // only, fetched while the bit before updates its models; fetching a byte's first rows too measured slower)
   void prefetch_big_sets(const Lane& L, int c0, int expect) const {
-    if (prm_.has(ORDER_MIX)) mixer8_.prefetch(int(L.hist & 0xFF) << 8 | c0), mixer9_.prefetch(order2_set(L, c0));
+    if (prm_.has(ORDER_MIX)) mixer8_.prefetch(order1_set(L, c0)), mixer9_.prefetch(order2_set(L, c0));
     if (prm_.has(PLACE_MIX)) mixer10_.prefetch(place_set(L, c0));
     if (prm_.has(MATCH_MIX)) mixer11_.prefetch(match_set(expect, c0));
   }
