@@ -65,7 +65,7 @@ class Level:
 
 # Every level but -1 uses stage version 16's slow final mixer: 0.4-0.5 % smaller at every level,
 # prose too, for no time (benchmarks/README.md, "Stage version 16"), and version 17's seeded weight
-# sets: 0.1-0.2 % more, for no time ("Stage version 17"). Levels 3-6 use stage version
+# sets: up to 0.2 % more, for no time ("Stage version 17"). Levels 3-6 use stage version
 # 13's models ("Stage version 13"): version 12's run inputs (the suite 0.5 % smaller at -6, every
 # file) and version 13's groups context (0.3 % more), without the sparse context: beside the groups
 # it is worth +0.01 %, and its time pays for theirs (the stage 7.4-7.8 µs/byte at the default's
@@ -74,8 +74,8 @@ class Level:
 # 14"), version 15's tokens and indirect contexts (0.3 % smaller on structured text, 0.4-0.7 % on
 # prose, for about 2 µs/byte more at one lane; "Stage version 15") and version 16's contexts of
 # numbers, cells, tokens and brackets (0.5 % smaller on structured text) and version 17's order,
-# place and match mixers and the NN's final input (0.4-0.5 % smaller, for about 4 µs/byte more at one
-# lane): a few per cent of their
+# place and match mixers and the NN's final input (0.3-0.4 % smaller, for about 4 µs/byte more at one
+# lane, 16 % of -9's time end to end): a few per cent of their
 # time, where the model's long lanes cost several times the stage's. Level 2, the stage alone, keeps
 # version 11's models: there the stage is all of the time. Where every block is one lane (-2, -9)
 # the stage's models of a lane's own statistics are left out (LanePolicy.one_lane).
