@@ -13,6 +13,7 @@ import pytest
 
 from click.testing import CliRunner
 
+import shazip
 from shazip import modelfile as models
 from shazip.bench import enwik8, runner as bench
 from shazip.cli import main
@@ -109,13 +110,14 @@ def test_python_fallbacks_round_trip(tmp_path, text, monkeypatch):
 
 
 def test_suite_table(tmp_path, text):
-    """`shazip bench --suite DIR`: every file of the folder, a row each, winners and totals."""
+    """`shazip bench --suite DIR`: every file of the folder, a row each, winners and totals; shazip at
+    the level asked for (here -2, the stage alone: what `shazip -2` makes)."""
     d = tmp_path / "suite"
     d.mkdir()
     (d / "a.xml").write_bytes(text[:3000])
     (d / "b.xml").write_bytes(text[3000:5000])
     p = subprocess.run([sys.executable, "-m", "shazip", "bench", "--suite", str(d), "--model", str(TRAINED),
-                        "--lanes", "2", "--out", str(tmp_path / "out")],
+                        "--lanes", "2", "--level", "2", "--out", str(tmp_path / "out")],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     r = json.loads((tmp_path / "out" / "suite.json").read_text())
@@ -125,6 +127,9 @@ def test_suite_table(tmp_path, text):
     assert table == p.stdout and "| a.xml | 3,000 |" in table and "| **total** | 5,000 |" in table
     shazip_total = sum(f["rows"][0]["archive_bytes"] for f in r["files"])
     assert f"**{shazip_total:,}**" in table
+    first = r["files"][0]["rows"][0]
+    assert first["extra"]["compression_level"] == 2 and first["level"].startswith("-2,") and "; shazip -2," in table
+    assert first["archive_bytes"] == len(shazip.compress(text[:3000], model=str(TRAINED), level=2, lanes=2))
 
 
 def test_select_input_splits_and_limits(tmp_path):

@@ -10,7 +10,8 @@ from ..cli import run_command
 from .enwik8 import ENWIK8_URL
 from .enwik8 import fetch_enwik8 as fetch
 from ..errors import UsageError
-from .runner import SPLITS, markdown, suite_markdown
+from ..options import DEFAULT_LEVEL
+from .runner import SPLITS, Setup, markdown, suite_markdown
 from .runner import bench as run_bench
 from .runner import bench_suite as run_suite
 
@@ -27,12 +28,14 @@ from .runner import bench_suite as run_suite
 @click.option("--threads", default=1, show_default=True, help="CPU threads for shazip.")
 @click.option("--adapt", type=click.Choice(["cm", "none"]), default="cm", show_default=True,
               help="shazip's adaptive stage (none: the model alone).")
+@click.option("--level", type=click.IntRange(1, 9), default=DEFAULT_LEVEL, show_default=True,
+              help="shazip's compression level (-1 .. -9).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("bench-results"), show_default=True,
               help="Folder for bench.json, bench.md and bench.png.")
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
               help="Also run zstd, xz, bzip2 and gzip.")
 def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, model: str, lanes: int,
-          threads: int, adapt: str, out: Path, baselines: bool) -> None:
+          threads: int, adapt: str, level: int, out: Path, baselines: bool) -> None:
     """Benchmark shazip beside zstd, xz, bzip2, gzip, brotli, zpaq, 7-Zip PPMd and paq8px (those
     installed) on one file: sizes, speeds, memory, round trips, model cross-entropy and
     Hutter-style totals; or, with --suite, on every file of a folder."""
@@ -40,13 +43,13 @@ def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, 
     def body() -> None:
         if (data is None) == (suite is None):
             raise UsageError("give either --data FILE or --suite DIR")
+        setup = Setup(model, lanes, threads, adapt, level)
         if suite is not None:
-            result = run_suite(suite, out, model, lanes, threads, log=lambda m: click.echo(m, err=True), adapt=adapt)
+            result = run_suite(suite, out, setup, log=lambda m: click.echo(m, err=True))
             click.echo(suite_markdown(result), nl=False)
             click.echo(f"wrote {out / 'suite.json'}, {out / 'suite.md'}", err=True)
             return
-        result = run_bench(data, out, model, split, limit, lanes, threads, baselines,
-                           log=lambda m: click.echo(m, err=True), adapt=adapt)
+        result = run_bench(data, out, setup, split, limit, baselines, log=lambda m: click.echo(m, err=True))
         click.echo(markdown(result), nl=False)
         click.echo(f"wrote {out / 'bench.json'}, {out / 'bench.md'}"
                    + (f", {result['plot']}" if result["plot"] else " (no plot: pip install 'shazip[bench]')"), err=True)

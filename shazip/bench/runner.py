@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import ShazipError, UsageError
+from ..options import DEFAULT_LEVEL
 
 ENWIK8_BYTES = 100_000_000
 SPLITS = {"all": (0, None), "train": (0, 90_000_000), "valid": (90_000_000, 95_000_000),
@@ -210,14 +211,26 @@ def run_baseline(b: Baseline, src: Path, work: Path, n: int) -> Row | None:
     return _row(b.name, b.level, _tool_version(tool, b.version), n, arc, c, d, _same(src, back))
 
 
-def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: int, adapt: str = "cm") -> Row:
+@dataclass(frozen=True)
+class Setup:
+    """How the benchmark runs shazip (the command's options)."""
+
+    model: str = "default"
+    lanes: int = 0  # 0: the level's automatic choice
+    threads: int = 1
+    adapt: str = "cm"  # the adaptive stage, or "none": the model alone
+    level: int = DEFAULT_LEVEL
+
+
+def run_shazip(src: Path, work: Path, n: int, setup: Setup) -> Row:
     """shazip compress (through the API, in its own process, to collect the cross-entropy)
     and `shazip decompress` (the command line), each timed end to end."""
     from ..modelfile import load_model
+    model, lanes, threads, adapt = setup.model, setup.lanes, setup.threads, setup.adapt
     loaded = load_model(model)
     arc, back, stats = work / "shazip.shz", work / "shazip.back", work / "shazip.stats.json"
     c = _measure([sys.executable, "-m", "shazip.bench", "_shazip", str(src), str(arc), str(stats),
-                  model, str(lanes), str(threads), adapt])
+                  model, str(lanes), str(threads), adapt, str(setup.level)])
     d = _measure([sys.executable, "-m", "shazip", "decompress", str(arc), "-o", str(back), "-q", "-f",
                   "--threads", str(threads), "--model", model])
     s = json.loads(stats.read_text())
@@ -230,7 +243,7 @@ def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: i
     source_zip = len(_zip(decoder_source(modules)))
     extra = {
         "model": loaded.name, "model_id": loaded.id_hex, "engine": "int8", "lanes": lanes, "threads": threads,
-        "adapt": adapt,
+        "adapt": adapt, "compression_level": setup.level,
         "model_bits_per_byte": round(ce, 4) if ce is not None else None,
         "mixed_bits_per_byte": round(mixed, 4) if mixed is not None else None,
         "coder_overhead_pct": round(coder, 4) if coder is not None else None,
@@ -243,7 +256,7 @@ def run_shazip(src: Path, work: Path, n: int, model: str, lanes: int, threads: i
     if n != ENWIK8_BYTES and n:
         extra["hutter"]["projected_enwik8_total_bytes"] = round(8 * size / n * ENWIK8_BYTES / 8) + model_bytes + source_zip
         extra["hutter"]["projected_from_bytes"] = n
-    return _row("shazip", f"{loaded.name} int8, {lanes or 'auto'} lanes", f"shazip {_version()}", n, arc, c, d,
+    return _row("shazip", f"-{setup.level}, {loaded.name} int8, {lanes or 'auto'} lanes", f"shazip {_version()}", n, arc, c, d,
                 _same(src, back), **extra)
 
 
@@ -359,7 +372,7 @@ def markdown(result: dict) -> str:
         if r["compressor"] != "shazip":
             continue
         e, h = r["extra"], r["extra"]["hutter"]
-        lines += ["", f"shazip model `{e['model']}` ({e['model_id'][:16]}…), {e['engine']} engine, {e['lanes'] or 'auto'} lanes, "
+        lines += ["", f"shazip -{e['compression_level']}, model `{e['model']}` ({e['model_id'][:16]}…), {e['engine']} engine, {e['lanes'] or 'auto'} lanes, "
                       f"{e['threads']} threads, adaptive stage {e['adapt']}: model cross-entropy "
                       f"{e['model_bits_per_byte']} bits/byte"
                       + (f", mixed {e['mixed_bits_per_byte']}" if e.get("mixed_bits_per_byte") is not None else "")
@@ -408,11 +421,10 @@ def plot(result: dict, path: Path) -> bool:
     return True
 
 
-def _rows(src: Path, work: Path, n: int, model: str, lanes: int, threads: int, adapt: str, baselines: bool,
-          log) -> list[dict]:
+def _rows(src: Path, work: Path, n: int, setup: Setup, baselines: bool, log) -> list[dict]:
     rows = []
     log(f"shazip ({n:,} bytes)...")
-    rows.append(run_shazip(src, work, n, model, lanes, threads, adapt))
+    rows.append(run_shazip(src, work, n, setup))
     for b in BASELINES if baselines else []:
         log(f"{b.name} {b.level}...")
         row = run_baseline(b, src, work, n)
@@ -421,14 +433,14 @@ def _rows(src: Path, work: Path, n: int, model: str, lanes: int, threads: int, a
     return [asdict(r) for r in rows]
 
 
-def bench(data: Path, out: Path, model: str = "default", split: str = "all", limit: int | None = None,
-          lanes: int = 0, threads: int = 1, baselines: bool = True, log=print, adapt: str = "cm") -> dict:
+def bench(data: Path, out: Path, setup: Setup = Setup(), split: str = "all", limit: int | None = None,
+          baselines: bool = True, log=print) -> dict:
     """Runs the benchmark; writes out/bench.json, bench.md and (with matplotlib) bench.png."""
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="shazip-bench-") as tmp:
         work = Path(tmp)
         src, n = select_input(data, split, limit, work)
-        rows = _rows(src, work, n, model, lanes, threads, adapt, baselines, log)
+        rows = _rows(src, work, n, setup, baselines, log)
     result = {"input": {"path": str(data), "split": split, "limit": limit, "bytes": n}, "machine": machine(),
               "rows": rows}
     result["plot"] = str(out / "bench.png") if plot(result, out / "bench.png") else None
@@ -437,8 +449,7 @@ def bench(data: Path, out: Path, model: str = "default", split: str = "all", lim
     return result
 
 
-def bench_suite(folder: Path, out: Path, model: str = "default", lanes: int = 0, threads: int = 1,
-                log=print, adapt: str = "cm") -> dict:
+def bench_suite(folder: Path, out: Path, setup: Setup = Setup(), log=print) -> dict:
     """Every file of `folder` (sorted by name) through shazip and every baseline; writes
     out/suite.json and suite.md (per-file sizes, winners, totals)."""
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.stat().st_size) if folder.is_dir() else []
@@ -450,7 +461,7 @@ def bench_suite(folder: Path, out: Path, model: str = "default", lanes: int = 0,
         log(f"== {f.name}")
         with tempfile.TemporaryDirectory(prefix="shazip-bench-") as tmp:
             per_file.append({"file": f.name, "bytes": f.stat().st_size,
-                             "rows": _rows(f, Path(tmp), f.stat().st_size, model, lanes, threads, adapt, True, log)})
+                             "rows": _rows(f, Path(tmp), f.stat().st_size, setup, True, log)})
     result = {"suite": str(folder), "machine": machine(), "files": per_file}
     (out / "suite.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "suite.md").write_text(suite_markdown(result))
@@ -466,8 +477,9 @@ def suite_markdown(result: dict) -> str:
     shazip's size against zpaq -m5 and xz -9e where they ran."""
     names = list(dict.fromkeys(_label(r) for f in result["files"] for r in f["rows"]))
     head = "| file | bytes | " + " | ".join(names) + " | shazip model only | winner |"
-    lines = [f"Suite: {result['suite']}; {result['machine']['cpu']}, {result['machine']['date'][:10]}", "",
-             head, "|---|---:|" + "---:|" * len(names) + "---:|---|"]
+    shazip = next(r for r in result["files"][0]["rows"] if r["compressor"] == "shazip")
+    lines = [f"Suite: {result['suite']}; {result['machine']['cpu']}, {result['machine']['date'][:10]}; "
+             f"shazip {shazip['level']}", "", head, "|---|---:|" + "---:|" * len(names) + "---:|---|"]
     totals = dict.fromkeys(names, 0)
     n_total = model_bits = 0.0
     for f in result["files"]:
@@ -491,15 +503,16 @@ def suite_markdown(result: dict) -> str:
 
 
 def _worker(argv: list[str]) -> None:
-    """Processes the benchmark measures: `_shazip SRC ARCHIVE STATS MODEL LANES THREADS ADAPT` and
+    """Processes the benchmark measures: `_shazip SRC ARCHIVE STATS MODEL LANES THREADS ADAPT LEVEL` and
     `_py KIND c|d SRC DST`."""
     if argv[0] == "_shazip":
         from ..api import compress_stream
         from ..codec import CodingStats
-        src, arc, stats_path, model, lanes, threads, adapt = argv[1:]
+        src, arc, stats_path, model, lanes, threads, adapt, level = argv[1:]
         stats = CodingStats()
         with open(src, "rb") as f, open(arc, "wb") as g:
-            compress_stream(f, g, model, lanes=int(lanes) or None, threads=int(threads), stats=stats, adapt=adapt)
+            compress_stream(f, g, model, level=int(level), lanes=int(lanes) or None, threads=int(threads),
+                            stats=stats, adapt=adapt)
         Path(stats_path).write_text(json.dumps({k: getattr(stats, k) for k in (
             "model_bits", "mixed_bits", "model_bytes", "chosen_bits", "chosen_payload", "payload")} | {"methods": dict(stats.methods)}))
     elif argv[0] == "_py":
