@@ -1028,7 +1028,8 @@ class Stage {
       const int set5 = class0 + k, set6 = state0 + k, set7 = group0 + k;
       const bool orders = prm_.has(ORDER_MIX);  // version 17's sets: formed only for the mixers present
       const int set8 = orders ? order1_set(L, c0) : 0, set9 = orders ? order2_set(L, c0) : 0;
-      const int set10 = prm_.has(PLACE_MIX) ? place_set(L, c0) : 0, set11 = prm_.has(MATCH_MIX) ? match_set(expect[0], c0) : 0;
+      const int set10 = prm_.has(PLACE_MIX) ? place_set(L, c0) : 0;
+      const int set11 = prm_.has(MATCH_MIX) ? match_set(expect[0], c0) : 0;
       if (prm_.has(SEED_SETS)) seed_sets(k, set1, c0, {set3, set4, set5, set6, set7, set8, set9, set10, set11});
       const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
       int x3 = 0, x4 = 0, x5 = 0, x6 = 0, x7 = 0, x8 = 0, x9 = 0, x10 = 0, x11 = 0, xf[FINAL_INPUTS];
