@@ -98,6 +98,17 @@ def shazip_cmd(*args) -> list[str]:
 # ---------------------------------------------------------------- fixtures
 
 
+def wait_until_writing(p, folder: Path, timeout: float = 120) -> None:
+    """Returns once the process `p` has a temporary output in `folder` (it is under way, past
+    start-up): a signal sent then lands mid-work on any machine, however fast, where a fixed
+    sleep would find a fast one already done."""
+    deadline = time.time() + timeout
+    while not any(f.name.endswith(".tmp") for f in folder.iterdir()):
+        assert p.poll() is None, "ended before it could be interrupted: give it more work"
+        assert time.time() < deadline, "no temporary output appeared"
+        time.sleep(0.02)
+
+
 @pytest.fixture(scope="module")
 def model_archive(random_model) -> bytes:
     """Three model-coded blocks (forced with methods={MODEL}), threads=1 as the CLI uses."""
@@ -597,10 +608,7 @@ def test_interrupt_leaves_no_output(tmp_path, slow_archive, random_model_path, t
     p = subprocess.Popen([sys.executable, "-m", "shazip", command, str(src), "--model", str(random_model_path),
                           "-q"] + (["--block-size", "20000"] if command == "compress" else []), stderr=subprocess.PIPE,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.time() + 60
-    while not any(f.name.endswith(".tmp") for f in tmp_path.iterdir()):  # wait until it is writing
-        assert p.poll() is None and time.time() < deadline, f"{command} ended before it could be interrupted"
-        time.sleep(0.05)
+    wait_until_writing(p, tmp_path)
     time.sleep(0.3)
     p.send_signal(sig)
     _, err = p.communicate(timeout=60)

@@ -14,7 +14,7 @@ from shazip.container import describe
 from shazip.errors import ShazipError
 from shazip.frames import ordered_map
 
-from test_cli import assert_fails, assert_ok, listing, run
+from test_cli import assert_fails, assert_ok, listing, run, wait_until_writing
 
 FRAMED = dict(block_size=4000, frame_size=10000, lanes=2)  # frames of 3 blocks (12,000 bytes)
 
@@ -190,11 +190,10 @@ def test_sigterm_stops_frames_at_once_without_waiting(tmp_path, text):
     import subprocess
     import sys
     src = tmp_path / "t.txt"
-    src.write_bytes(text[:60000] * 2)
+    src.write_bytes(text[:60000] * 16)  # 48 frames: minutes on two cores of any machine
     p = subprocess.Popen([sys.executable, "-m", "shazip", "-q", "-T", "2", "--block-size", "20000", "--frame-size",
                           "20000", str(src)], stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    time.sleep(3)  # start-up, then frames under way
-    assert p.poll() is None, "finished before the signal: give it more work"
+    wait_until_writing(p, tmp_path)  # start-up done, frames under way
     t = time.perf_counter()
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=30) == 128 + signal.SIGTERM

@@ -20,7 +20,7 @@ import shazip
 from shazip.cli import _output, _Sink
 from shazip.errors import OutputExists, ShazipError
 
-from test_cli import assert_fails, assert_ok, listing, run, shazip_cmd
+from test_cli import assert_fails, assert_ok, listing, run, shazip_cmd, wait_until_writing
 
 
 class _Trickle(io.RawIOBase):
@@ -156,11 +156,10 @@ def test_names_that_are_not_utf8_are_shown_escaped(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT])
 def test_hangup_and_quit_leave_no_temporary_file(tmp_path, text, sig):
     src = tmp_path / "t.txt"
-    src.write_bytes(text[:60000])
+    src.write_bytes(text[:60000] * 8)
     p = subprocess.Popen(shazip_cmd("-q", "-T", "1", "--block-size", "20000", src), stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL)
-    time.sleep(3)  # start-up, then the first block under way
-    assert p.poll() is None, "finished before the signal: give it more work"
+    wait_until_writing(p, tmp_path)  # start-up done, blocks under way
     p.send_signal(sig)
     assert p.wait(timeout=30) == 128 + sig
     assert listing(tmp_path) == ["t.txt"]
