@@ -13,15 +13,17 @@ import contextlib
 import io
 import itertools
 import threading
+import zlib
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterable, Iterator
 
 from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
 from .container import (
-    ALL_METHODS, BLOCK_HEADER_BYTES, COMPACT, MAGIC, OVERRUN, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader, ArchiveWriter, Header,
-    Method, chained, first_unit, read_upto, record_length, verify_block,
+    ALL_METHODS, BLOCK_HEADER_BYTES, COMPACT, MAGIC, OVERRUN, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader,
+    ArchiveWriter, Header, Method, Place, chained, first_unit, read_upto, record_length, verify_block,
 )
+from .chain import Chain
 from .engines import (
     BY_ID, DEVICES, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, int_engine, resolve_device,
     resolve_threads, torch_threads,
@@ -107,8 +109,9 @@ class Compressor:
     is one); archives are the same bytes on every device. `methods` restricts the block methods
     tried (e.g. {Method.MIXED} to measure the model). `frame_size`: input bytes per frame (a
     whole number of blocks, rounded up; 0: one archive however long the input), each an
-    independent archive, so that `compress_stream` makes `threads` frames at once with the
-    int8 engine on the CPU; the bytes do not depend on `threads`."""
+    archive of its own tied to the frame before it (chain.py), so that `compress_stream` makes
+    `threads` frames at once with the int8 engine on the CPU; the bytes do not depend on
+    `threads`. The float32 engine writes one archive (its format has no frame fields)."""
 
     def __init__(self, model: str | LoadedModel = "default", *, level: int = DEFAULT_LEVEL, lanes: int | None = None,
                  block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8",
@@ -122,9 +125,10 @@ class Compressor:
             raise UsageError("no block method allowed")
         if frame_size < 0:
             raise UsageError("frame size must be 0 (one frame) or positive")
-        self.frame_blocks = -(-frame_size // block_size)  # 0: unframed
         if engine not in ENGINES:
             raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
+        # 0: unframed, as the float32 engine's format 1 archives always are (frames are tied in format 4)
+        self.frame_blocks = -(-frame_size // block_size) if engine == "int8" else 0
         if level not in LEVELS:
             raise UsageError(f"level must be between 1 and 9, not {level}")
         if device not in DEVICES:
@@ -179,21 +183,20 @@ class Compressor:
                         stats: CodingStats | None) -> int:
         lock = threading.Lock()
 
-        def one(worker: int, frame: bytes, check: Callable[[], None]) -> tuple[list[bytes], int, CodingStats | None]:
+        def one(worker: int, item: tuple[bytes, Place],
+                check: Callable[[], None]) -> tuple[list[bytes], int, CodingStats | None]:
             def report(n: int) -> None:  # after every chunk of steps: where a stopped frame ends
                 check()
                 if progress is not None:
                     with lock:
                         progress(n)
 
+            frame, place = item
             own = type(stats)() if stats is not None else None
-            obj = ShazipCompressor(self, report, own, self._frame_engines[worker])
-            size, view = self.header.block_size, memoryview(frame)  # a block at a time: no copy of the frame
-            parts = [obj.compress(view[i:i + size]) for i in range(0, len(frame), size)]
-            return parts + [obj.flush()], len(frame), own
+            return self.compress_frame(frame, place, report, own, self._frame_engines[worker]), len(frame), own
 
         sizes = []
-        for parts, n, own in ordered_map(one, frames, self.threads):
+        for parts, n, own in ordered_map(one, placed(frames, self.header.block_size), self.threads):
             for part in parts:
                 dst.write(part)
             sizes.append((sum(map(len, parts)), n))
@@ -201,6 +204,14 @@ class Compressor:
                 stats.merge(own)
         dst.write(seektable.pack(sizes))
         return sum(n for _, n in sizes)
+
+    def compress_frame(self, frame: bytes, place: Place, progress: Progress | None = None,
+                       stats: CodingStats | None = None, engine: _Once | None = None) -> list[bytes]:
+        """One frame of a larger output, made alone (frames at once, a Dask task), at `place`
+        (`placed`): its archive, in parts. `engine`: one of this thread's, not the shared one."""
+        obj = ShazipCompressor(self, progress, stats, engine, place)
+        size, view = self.header.block_size, memoryview(frame)  # a block at a time: no copy of the frame
+        return [obj.compress(view[i:i + size]) for i in range(0, len(frame), size)] + [obj.flush()]
 
     def compress(self, data: bytes) -> bytes:
         obj = self.compressobj()
@@ -211,21 +222,46 @@ class Compressor:
         return ShazipCompressor(self, progress, stats)
 
 
+def placed(frames: Iterator[bytes], block_size: int) -> Iterator[tuple[bytes, Place]]:
+    """Each frame of an output with its place (chain.py): its index, the output's id (the crc
+    of its first block), the crc of the frame before it, and whether more follow (known by
+    reading one frame ahead)."""
+    output_id = link = 0
+    frame = next(frames, None)
+    for index in itertools.count():
+        if frame is None:
+            return
+        if not index:
+            output_id = zlib.crc32(memoryview(frame)[:block_size])
+        after = next(frames, None)
+        yield frame, Place(index, output_id, link, after is not None)
+        frame, link = after, zlib.crc32(frame)
+
+
 class ShazipCompressor:
     """Incremental compression, as `zlib.compressobj`: `compress(data)` returns whatever
     archive bytes are ready (a block is coded once `block_size` bytes have come), `flush()`
     codes the rest and ends the archive. The bytes equal one-shot compression's. An input longer
-    than the compressor's frame size becomes one archive per frame, one after the other."""
+    than the compressor's frame size becomes one archive per frame, one after the other, each
+    tied to the one before (chain.py): a frame's end waits for the next input or `flush()`,
+    which tell whether more frames follow. `place`: this makes one frame of a larger output
+    alone (`Compressor.compress_frame`)."""
 
     def __init__(self, compressor: Compressor | None = None, progress: Progress | None = None,
-                 stats: CodingStats | None = None, engine: _Once | None = None) -> None:
+                 stats: CodingStats | None = None, engine: _Once | None = None, place: Place | None = None) -> None:
         self._c = compressor or Compressor()
         self._engine = engine or self._c._engine
         self._progress, self._stats, self._pending, self._out = progress, stats, bytearray(), io.BytesIO()
         self._stage: _Once | None = None
         self._writer: ArchiveWriter | None = None  # made with a frame's first block, which settles the stage's size
         self._in_frame = 0  # blocks written to the frame in hand
+        self._whole = False  # the frame in hand is whole: it ends once more input (or `flush`) comes
         self._frames: list[tuple[int, int]] = []  # (archive bytes, input bytes) of each frame ended: the seek table
+        self._last_more = place.more if place else False  # whether frames follow the last one made here
+        self._index = place.index if place else 0  # the frame in hand's place in the output
+        self._id: int | None = place.output_id if place else None  # the output's id, from its first block
+        self._link = place.link if place else 0  # the crc of the data of the frame before the one in hand
+        self._crc = 0  # the crc of the frame in hand's data so far
         self._done = False
 
     def _start(self, first: bytes, whole: int | None) -> None:
@@ -240,11 +276,17 @@ class ShazipCompressor:
             if whole is not None:
                 params = params.fitted(whole)
             header = replace(header, adapt_version=params.version, adapt_params=params.pack())
+        if self._id is None:
+            self._id = zlib.crc32(first)
+        if self._index:
+            header = replace(header, frame_index=self._index, output_id=self._id, link=self._link)
         self._stage = _Once(lambda: AdaptiveStage(params)) if params else None
         self._writer = ArchiveWriter(self._out, header)
 
     def _block(self, block: bytes, last: bool = False) -> None:
         c = self._c
+        if self._whole:  # more input: the frame in hand is not the output's last
+            self._end_frame(more=True)
         if self._writer is None:
             self._start(block, len(block) if last else None)
         from .codec import encode_block  # numpy: imported by the first block, not by an empty input
@@ -252,14 +294,15 @@ class ShazipCompressor:
             method, k, payload = encode_block(self._engine, block, c.lane_policy, self._progress, c.methods,
                                               self._stats, self._stage)
         self._writer.add_block(method, k, block, payload)
+        self._crc = zlib.crc32(block, self._crc)
         self._in_frame += 1
-        if self._in_frame == c.frame_blocks:  # the frame is whole: the next block starts another
-            self._end_frame()
+        self._whole = self._in_frame == c.frame_blocks  # the next block starts another frame
 
-    def _end_frame(self) -> None:
-        trailer = self._writer.finish()
+    def _end_frame(self, more: bool) -> None:
+        trailer = self._writer.finish(more)
         self._frames.append((self._writer.bytes_written, trailer.total_len))
-        self._writer, self._in_frame = None, 0
+        self._writer, self._in_frame, self._whole = None, 0, False
+        self._index, self._link, self._crc = self._index + 1, self._crc, 0
 
     def _drain(self) -> bytes:
         out = self._out.getvalue()
@@ -287,7 +330,7 @@ class ShazipCompressor:
         if self._writer is None and not self._frames:  # nothing came
             self._start(b"", 0)
         if self._writer is not None:
-            self._end_frame()
+            self._end_frame(self._last_more)
         self._out.write(seektable.pack(self._frames))
         return self._drain()
 
@@ -306,24 +349,47 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
 
 
 def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progress: Progress | None = None,
-                    threads: int = 0, device: str = "cpu", concatenated: bool = True) -> Iterator[bytes]:
-    """The blocks of the archive in src, each decoded and verified before it is yielded; then,
-    as gzip, xz and zstd do, those of every archive that follows it (`concatenated`: False
-    refuses anything after the first archive). `model` overrides the archives' model name; its
-    id must still match each archive's. `threads` applies to int8 archives (float32 ones replay
-    the encoder's thread count); 0, the default, uses every available core. `device` as
-    `Compressor`'s (int8 archives)."""
+                    threads: int = 0, device: str = "cpu", concatenated: bool = True,
+                    resume: Place | None = None) -> Iterator[bytes]:
+    """The blocks of the output in src (its frames, each an archive, in order), each decoded and
+    verified before it is yielded; then, as gzip, xz and zstd do, those of every output that
+    follows it (`concatenated`: False refuses anything after the first output). The frames are
+    checked as one chain (chain.py): a frame missing, repeated or from another output, or a
+    stream that ends while a frame is awaited, is an error, as is a seek table that does not
+    match the frames. `model` overrides the archives' model name; its id must still match each
+    archive's. `threads` applies to int8 archives (float32 ones replay the encoder's thread
+    count); 0, the default, uses every available core. `device` as `Compressor`'s (int8
+    archives). `resume`: src stands at this frame of an output, not at an output's start."""
     threads = resolve_threads(threads)
     if device not in DEVICES:
         raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
     engines: dict[tuple, _Once] = {}  # archives of the same model and engine share one
+    chain = Chain(resume)
     lead = b""
     while True:
-        reader = ArchiveReader(src, lead, more=concatenated)
-        yield from _archive_blocks(reader, model, progress, threads, device, engines)
+        reader = ArchiveReader(src, lead, more=True)
+        yield from _frame_blocks(reader, chain, model, progress, threads, device, engines)
         lead = reader.after
         if not lead:
+            chain.close()
             return
+        if not concatenated and chain.between_outputs:
+            raise CorruptArchive("trailing data after end of archive")
+
+
+def _frame_blocks(reader: ArchiveReader, chain: Chain, model: str | LoadedModel | None, progress: Progress | None,
+                  threads: int, device: str, engines: dict[tuple, _Once]) -> Iterator[bytes]:
+    """The blocks of the archive `reader` has opened, a frame taken through `chain`: checked
+    in its place before any block is decoded, and its data's crc kept for the next frame's
+    link; then the seek tables after it, checked against the frames."""
+    chain.begin(reader.place())
+    crc = 0
+    for block in _archive_blocks(reader, model, progress, threads, device, engines):
+        crc = zlib.crc32(block, crc)
+        yield block
+    chain.end(reader.place(), reader.bytes_read - len(reader.after) - reader.skipped, reader.trailer.total_len, crc)
+    for table in reader.tables:
+        chain.table(table)
 
 
 def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, progress: Progress | None,
@@ -365,21 +431,32 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
 
 
 class ShazipDecompressor:
-    """Incremental decompression of one archive, as `lzma.LZMADecompressor`: `decompress(data)`
+    """Incremental decompression of one output, as `lzma.LZMADecompressor`: `decompress(data)`
     takes archive bytes in any pieces and returns the original bytes of every block completed
-    so far, each verified. `eof` is true once the archive's end was read; whatever came after
-    it is `unused_data` (in a concatenation, the next archive: give it to a new decompressor),
-    and a further `decompress` raises EOFError. `needs_input` is true until `eof`. Options as
-    `iter_decompress`. Given a skippable frame instead of an archive (the seek table that ends a
-    framed output), it reads past it and ends there with no output, as a zstd skippable frame
-    does: a loop over `unused_data` decodes framed output whole."""
+    so far, each verified; an output of several frames (archives) is taken whole, its frames
+    checked as one chain (chain.py). `max_length` (>= 0) bounds the bytes one call returns; the
+    rest waits for the next call (`needs_input` is then false: call again, with b"" if need be).
+    `eof` is true once the output's end was read and all of it returned; whatever came after it
+    is `unused_data` (in a concatenation, the next output: give it to a new decompressor), and a
+    further `decompress` raises EOFError. Options as `iter_decompress`. Given a skippable frame
+    instead of an archive (the seek table that ends a framed output), it reads past it and ends
+    there with no output, as a zstd skippable frame does: a loop over `unused_data` decodes a
+    stream whole."""
 
     def __init__(self, model: str | LoadedModel | None = None, threads: int = 0, device: str = "cpu") -> None:
+        if device not in DEVICES:
+            raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
+        self._model, self._threads, self._device = model, resolve_threads(threads), device
+        self._engines: dict[tuple, _Once] = {}
+        self._chain = Chain()
         self._fed = io.BytesIO()
-        self._blocks = iter_decompress(self._fed, model, None, threads, device, concatenated=False)
-        self._buf = bytearray()
-        self._started = False
-        self._ended = False  # the units so far hold the whole archive
+        self._blocks: Iterator[bytes] | None = None  # the frame in hand's blocks
+        self._buf = bytearray()  # input not yet decoded
+        self._out = bytearray()  # output decoded, not yet returned (max_length)
+        self._began = False  # a unit was decoded: the input is an archive, not a skippable frame
+        self._started = False  # the frame in hand's header was fed
+        self._ended = False  # the units so far hold the whole frame in hand
+        self._done = False  # the output's end was read
         self._skip: int | None = None  # a skippable frame's bytes still to drop
         self._error: ShazipError | None = None
         self._check = True
@@ -388,40 +465,55 @@ class ShazipDecompressor:
 
     @property
     def needs_input(self) -> bool:
-        return not self.eof
+        """False where a call (with b"" if need be) can return more without more input."""
+        return not self.eof and not self._out and not self._done and self._unit() is None
 
-    def decompress(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         if self._error is not None:  # a damaged archive stays damaged: never a clean end after it
             raise self._error
         if self.eof:
             raise EOFError("already at the end of the archive")
+        limit = max_length if max_length >= 0 else None
         try:
-            return self._decompress(data)
+            self._decompress(data, limit)
         except ShazipError as e:
             self._error = e
             raise
+        n = len(self._out) if limit is None else min(limit, len(self._out))
+        out = bytes(self._out[:n])
+        del self._out[:n]
+        if self._done and not self._out:
+            self.eof = True
+        return out
 
-    def _decompress(self, data: bytes) -> bytes:
+    def _decompress(self, data: bytes, limit: int | None) -> None:
         self._buf += data
-        if not self._started and self._skipping():
-            return b""
-        out = []
-        while (n := self._unit()) is not None:
-            # the decoder reads exactly this unit: the header (first time) and one record
+        if not self._began and self._skipping():
+            return
+        while not self._done and (limit is None or len(self._out) < limit) and (unit := self._unit()) is not None:
+            # the decoder reads exactly this unit: a frame's header (with its first record), or one record
+            n, ends = unit
+            if not self._started:  # record crcs checkable alone (formats 1-3; format 4 chains them)
+                self._check = len(self._buf) < 5 or not chained(self._buf[4])
+                self._started, self._ended, self._blocks = True, ends, self._frame()
             self._fed.seek(0)
             self._fed.truncate()
             self._fed.write(self._buf[:n])
             self._fed.seek(0)
             del self._buf[:n]
-            self._started = True
+            self._began = True
             try:
-                out.append(next(self._blocks))
+                self._out += next(self._blocks)
             except StopIteration:
-                self.eof = True
-                self.unused_data = bytes(self._buf)
-                self._buf.clear()
-                break
-        return b"".join(out)
+                self._started = self._ended = False  # the next frame of the output, if any, comes next
+                if self._chain.between_outputs:
+                    self._done = True
+                    self.unused_data = bytes(self._buf)
+                    self._buf.clear()
+
+    def _frame(self) -> Iterator[bytes]:
+        reader = ArchiveReader(self._fed)
+        yield from _frame_blocks(reader, self._chain, self._model, None, self._threads, self._device, self._engines)
 
     def _skipping(self) -> bool:
         """Whether the input is a skippable frame: its bytes are dropped as they come (nothing
@@ -437,26 +529,22 @@ class ShazipDecompressor:
         del self._buf[:n]
         self._skip -= n
         if not self._skip:
-            self.eof, self.unused_data = True, bytes(self._buf)
+            self._done, self.unused_data = True, bytes(self._buf)
             self._buf.clear()
         return True
 
-    def _unit(self) -> int | None:
-        """Bytes of the next unit the decoder can take whole (None: wait for more): the header
-        with the first record, then one record at a time, and an empty unit once the archive is
-        complete (the decoder then ends it). A unit whose start is already wrong is handed over
-        as it is, for the decoder to refuse."""
+    def _unit(self) -> tuple[int, bool] | None:
+        """The bytes of the next unit the decoder can take whole, and whether the frame ends
+        there (None: wait for more): a frame's header with its first record, then one record at
+        a time, and an empty unit once the frame is complete (the decoder then ends it). A unit
+        whose start is already wrong is handed over as it is, for the decoder to refuse."""
         if self._ended:
-            return 0
+            return 0, True
         if self._started:
             n = record_length(bytes(self._buf[:BLOCK_HEADER_BYTES]), self._check)
-            return None if n is None or n > len(self._buf) else n
+            return None if n is None or n > len(self._buf) else (n, False)
         first = first_unit(bytes(self._buf[:MAX_HEADER + BLOCK_HEADER_BYTES]))
-        if first is None or first[0] > len(self._buf):
-            return None
-        self._check = len(self._buf) < 5 or not chained(self._buf[4])  # record crcs checkable alone (formats 1-3)
-        self._ended = first[1]
-        return first[0]
+        return None if first is None or first[0] > len(self._buf) else first
 
 
 def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
@@ -496,28 +584,52 @@ def _bytes(data) -> memoryview:
 def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: str | LoadedModel | None,
                      progress: Progress | None, workers: int) -> int:
     """The archives `frames` of src, `workers` at a time, written in order."""
-    lock = threading.Lock()
+    lock, reading = threading.Lock(), threading.Lock()
     model = _resolve(model) if model is not None else None  # read once, not once a frame
 
-    def read(frame: Frame) -> bytes:
-        src.seek(frame.start)
-        return read_upto(src, frame.end - frame.start)
-
-    def one(_: int, archive: bytes, check: Callable[[], None]) -> list[bytes]:
+    def one(_: int, frame: Frame, check: Callable[[], None]) -> list[bytes]:
         def report(n: int) -> None:  # after every chunk of steps: where a stopped frame ends
             check()
             if progress is not None:
                 with lock:
                     progress(n)
 
-        return list(iter_decompress(io.BytesIO(archive), model, report, 1, "cpu", concatenated=False))
+        with reading:
+            src.seek(frame.start)
+            archive = read_upto(src, frame.end - frame.start)
+        return decode_frame(archive, frame.place, model, report)
 
     total = 0
-    for blocks in ordered_map(one, map(read, frames), workers):
-        for block in blocks:
-            dst.write(block)
-            total += len(block)
+    for block in linked(frames, ordered_map(one, frames, workers)):
+        dst.write(block)
+        total += len(block)
     return total
+
+
+def decode_frame(archive: bytes, place: Place, model: str | LoadedModel | None, progress: Progress | None = None,
+                 device: str = "cpu") -> list[bytes]:
+    """The blocks of one frame decoded alone (frames at once, a Dask task), each verified; the
+    frame must stand at `place`, where `frames.index` found it. Its link to the frame before is
+    the caller's to check, in order (`linked`)."""
+    reader = ArchiveReader(io.BytesIO(archive))
+    blocks = list(_archive_blocks(reader, model, progress, 1, device, {}))
+    if reader.place() != place:
+        raise CorruptArchive(f"frame {place.index} changed while it was read")
+    return blocks
+
+
+def linked(frames: list[Frame], decoded: Iterable[list[bytes]]) -> Iterator[bytes]:
+    """The blocks of `frames` (from `frames.index`, their places checked), decoded apart and
+    given in order, each frame's only once its link to the one before holds."""
+    chain = Chain()
+    for frame, blocks in zip(frames, decoded):
+        chain.begin(frame.place)
+        crc = 0
+        for block in blocks:
+            crc = zlib.crc32(block, crc)
+        chain.end(frame.place, frame.end - frame.start, frame.decoded, crc)
+        yield from blocks
+    chain.close()
 
 
 @dataclass(frozen=True)
@@ -534,27 +646,47 @@ class Lost:
 def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
                    progress: Progress | None = None, threads: int = 0, device: str = "cpu") -> list[Lost]:
     """Writes every intact block of a damaged stream of archives (frames) to dst, in order, and
-    returns what was lost. Where an archive fails, the rest of it is skipped and decoding goes on
-    at the next archive's magic (found by search: the damaged one's structure cannot be
-    trusted), so damage stays inside its frame; every block written was verified. src must be
-    seekable (a file)."""
+    returns what was lost, from the first byte not written for: where an archive fails, the
+    rest of it is skipped and decoding goes on at the next archive's magic (found by search: the
+    damaged one's structure cannot be trusted), so damage stays inside its frame; a frame that
+    does not belong where it stands (missing, repeated, foreign) is skipped whole, and a stream
+    that ends while a frame is awaited is reported at its end. Every block written was verified.
+    src must be seekable (a file)."""
     threads = resolve_threads(threads)
     engines: dict[tuple, _Once] = {}
     lost: list[Lost] = []
     at, written = src.tell(), 0
     end = src.seek(0, io.SEEK_END)
+    chain, resync = Chain(), False
     while at < end:
         src.seek(at)
+        good = at  # the end of what was written for
         try:
             reader = ArchiveReader(src, more=True)
+            if resync:  # after a loss: the next archive is taken where it says it stands
+                chain, resync = Chain(reader.place()), False
+            chain.begin(reader.place())
+            crc = 0
             for block in _archive_blocks(reader, model, progress, threads, device, engines):
                 dst.write(block)
                 written += len(block)
+                crc = zlib.crc32(block, crc)
+                good = at + reader.bytes_read
+            size = reader.bytes_read - len(reader.after) - reader.skipped
+            chain.end(reader.place(), size, reader.trailer.total_len, crc)
+            good = at + size
+            for table in reader.tables:
+                chain.table(table)
             at += reader.bytes_read - len(reader.after)
         except ArchiveError as e:
-            after = _next_magic(src, at + 1)
-            lost.append(Lost(at, after if after is not None else end, written, str(e)))
-            at = after if after is not None else end
+            after = _next_magic(src, max(good, at + 1))
+            lost.append(Lost(good, after if after is not None else end, written, str(e)))
+            at, resync = after if after is not None else end, True
+    try:
+        if not resync:  # (a loss just before the end runs to it already)
+            chain.close()
+    except ArchiveError as e:
+        lost.append(Lost(end, end, written, str(e)))
     return lost
 
 

@@ -26,7 +26,7 @@ from typing import BinaryIO, Callable, Iterator
 import click
 
 from . import __version__
-from .container import describe
+from .listing import describe
 from .errors import ArchiveError, CorruptArchive, FileTrouble, OutputExists, ShazipError, Skipped, UsageError
 from .frames import declared_size
 from .publish import publish
@@ -659,7 +659,9 @@ def _list(file: str, as_json: bool, several: bool = False) -> None:
         if len(archives) > 1:
             if i:
                 click.echo()
-            click.echo(f"archive {i + 1} of {len(archives)}, at byte {d['offset']}:")
+            frame = (f", frame {d['frame_index']} of output {d['output_id']:08x}" + (" (more follow)" if d["more"] else
+                     " (its last)")) if d["frame_index"] or d["more"] else ""
+            click.echo(f"archive {i + 1} of {len(archives)}, at byte {d['offset']}{frame}:")
         _list_one(d)
 
 

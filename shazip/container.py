@@ -29,8 +29,8 @@ See docs/format.md for the full specification.
 import enum
 import struct
 import zlib
-from dataclasses import asdict, dataclass, replace
-from typing import Any, BinaryIO, Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import BinaryIO, Callable, Iterator
 
 from shazip.errors import (
     ArchiveError,
@@ -70,7 +70,12 @@ OTHER_FORMATS = ((b"\x1f\x8b", "gzip"), (b"\xfd7zX", "xz"), (b"\x28\xb5\x2f\xfd"
 
 _TAG_BLOCK = 0xB1
 _TAG_TRAILER = 0xE0
+_TAG_MORE = 0xE1  # format 4: the trailer of a frame that more frames of its output follow
 _MODEL_ID_LEN = 32
+# The seek table's tag (its skippable frame's last bytes, seektable.py); a skippable frame of at most
+# MAX_TABLE bytes (a table of 4 Mi frames) that ends with it is kept by readers, to be checked.
+TABLE_TAG = b"SHZ\x8b"
+MAX_TABLE = 1 << 26
 _U16_MAX = 0xFFFF
 _U32_MAX = 0xFFFFFFFF
 _READ_CHUNK = 1 << 20  # memory grows with bytes actually received, not with declared lengths
@@ -81,6 +86,12 @@ _HEADER_TAIL = struct.Struct("<IH")  # block_size, lanes
 _SHORT_ID_LEN = 8  # format 3: the model id's first bytes
 _SOLO, _NAME, _METHOD_BITS = 1, 2, 12  # format 3 flags: bits 2-3 hold a solo block's method
 _EMPTY = 16  # format 4: the archive holds nothing (no block fields, no blocks, no trailer)
+# Format 4 frames (docs/format.md, "Frames"): MORE, on a one-block archive, says more frames of its
+# output follow (an archive of several blocks says it with its trailer's tag); FRAME marks a
+# frame after an output's first, whose header holds its index, the output's id and the link to
+# the frame before it.
+_MORE, _FRAME = 32, 64
+_FRAME_IDS = struct.Struct("<II")  # output_id, link
 _VARINT_MAX = 5  # bytes of the longest varint a field may take (payload_len < 2**35)
 # tag, index, method, lanes, orig_len, payload_len, data_crc (bh_crc follows)
 _BLOCK_HEADER = struct.Struct("<BIBHIII")
@@ -138,19 +149,30 @@ class Header:
     adapt_version: int = 0  # 0: no adaptive stage (format 1, or 4 with the int8 engine)
     adapt_params: bytes = b""  # the stage's parameters, <= 255 bytes, opaque here
     format_version: int = 0  # 0: the format written today for these fields (4; 1 for the float32 engine)
+    # format 4, the frames after the first of an output (docs/format.md, "Frames"): the frame's
+    # index (0: an output's first frame, or its only one), the output's id (the crc of its first
+    # block's data) and the crc of the previous frame's data
+    frame_index: int = 0
+    output_id: int = 0
+    link: int = 0
 
     def __post_init__(self) -> None:
         if not self.format_version:  # format 4 has no room for a thread count, which float32 needs
             object.__setattr__(self, "format_version", 4 if self.adapt_version or not self.threads else 1)
 
-    def pack(self, solo: "BlockHeader | None" = None, empty: bool = False) -> bytes:
+    def pack(self, solo: "BlockHeader | None" = None, empty: bool = False, more: bool = False) -> bytes:
         """Serialize (formats 3, 4: with the fields of the archive's only block, if `solo`;
-        format 4: as the whole of an archive of nothing, if `empty`); a field that cannot be
-        represented is a programmer error (ValueError)."""
-        if empty and (self.format_version != 4 or solo is not None):
-            raise ValueError("only format 4 writes an empty archive as its header alone")
+        format 4: as the whole of an archive of nothing, if `empty`; format 4, `solo`: `more`,
+        frames of this output follow); a field that cannot be represented is a programmer error
+        (ValueError)."""
+        if empty and (self.format_version != 4 or solo is not None or more):
+            raise ValueError("only format 4 writes an empty archive as its header alone, and only as a whole output")
+        if (self.frame_index or more) and not chained(self.format_version):
+            raise ValueError(f"format {self.format_version} has no frame fields")
+        if more and solo is None:
+            raise ValueError("the trailer, not the header, says more frames follow an archive of several blocks")
         if self.format_version in COMPACT:
-            return self._pack3(solo, empty)
+            return self._pack3(solo, empty, more)
         if solo is not None:
             raise ValueError(f"format {self.format_version} has no single-block layout")
         _check_range("engine", self.engine, 0, 255)
@@ -177,7 +199,7 @@ class Header:
             tail += bytes([self.adapt_version, len(self.adapt_params)]) + self.adapt_params
         return _with_crc(head + name + tail)
 
-    def _pack3(self, solo: "BlockHeader | None", empty: bool) -> bytes:
+    def _pack3(self, solo: "BlockHeader | None", empty: bool, more: bool) -> bytes:
         _check_range("engine", self.engine, 0, 15)
         _check_range("engine_version", self.engine_version, 0, 15)
         _check_range("threads", self.threads, 0, 0)
@@ -191,12 +213,20 @@ class Header:
             raise ValueError(f"model_id must be {_MODEL_ID_LEN} (or its first {_SHORT_ID_LEN}) bytes")
         name = self.model_name.encode("utf-8")
         _check_range("model_name length in utf-8 bytes", len(name), 0, 255)
-        flags = (_SOLO | solo.method << 2 if solo is not None else 0) | (_NAME if name else 0) | (_EMPTY if empty else 0)
+        _check_range("frame_index", self.frame_index, 0, _U32_MAX)
+        _check_range("output_id", self.output_id, 0, _U32_MAX)
+        _check_range("link", self.link, 0, _U32_MAX)
+        if empty and self.frame_index:
+            raise ValueError("an empty archive is a whole output, never a later frame")
+        flags = ((_SOLO | solo.method << 2 if solo is not None else 0) | (_NAME if name else 0) | (_EMPTY if empty else 0)
+                 | (_MORE if more else 0) | (_FRAME if self.frame_index else 0))
         out = MAGIC + bytes([self.format_version, flags, self.engine << 4 | self.engine_version])
         out += self.model_id[:_SHORT_ID_LEN]
         if name:
             out += bytes([len(name)]) + name
         out += bytes([self.adapt_version, len(self.adapt_params)]) + self.adapt_params
+        if self.frame_index:
+            out += _varint(self.frame_index) + _FRAME_IDS.pack(self.output_id, self.link)
         if empty:
             pass
         elif solo is None:
@@ -229,11 +259,11 @@ class _NeedMore(Exception):
 
 
 def _parse_header3(take: Callable[[int], bytes],
-                   version: int) -> tuple[Header, "BlockHeader | None", int, int, bool]:
+                   version: int) -> tuple[Header, "BlockHeader | None", int, int, bool, bool]:
     """A format 3 or 4 header after its magic and version byte, pulled through `take(n)` (which
     returns exactly n bytes or raises): the header, the solo block's fields if any, the
-    header's length, its crc, and whether it is the whole of an empty archive. The crc is
-    checked before any field is trusted."""
+    header's length, its crc, whether it is the whole of an empty archive, and whether (a solo
+    archive) more frames of its output follow. The crc is checked before any field is trusted."""
     raw = bytearray(MAGIC + bytes([version]))
 
     def get(n: int) -> bytes:
@@ -257,6 +287,9 @@ def _parse_header3(take: Callable[[int], bytes],
     name = get(get(1)[0]) if flags & _NAME else b""
     adapt_version, params_len = get(2)
     params = get(params_len)
+    framed = chained(version) and flags & _FRAME
+    frame_index = varint() if framed else 0
+    output_id, link = _FRAME_IDS.unpack(get(_FRAME_IDS.size)) if framed else (0, 0)
     empty = version == 4 and flags & ~_NAME == _EMPTY
     if flags & _SOLO:
         method, lanes, orig_len, payload_len = flags >> 2 & 3, varint(), varint() + 1, varint()
@@ -269,8 +302,11 @@ def _parse_header3(take: Callable[[int], bytes],
     (crc,) = _CRC.unpack(take(_CRC.size))
     if zlib.crc32(raw) != crc:
         raise CorruptArchive("header checksum mismatch")
-    if flags & ~(_SOLO | _NAME | (_METHOD_BITS if flags & _SOLO else 0) | (_EMPTY if empty else 0)):
+    known = _SOLO | _NAME | (_METHOD_BITS | (_MORE if chained(version) else 0) if flags & _SOLO else 0)
+    if flags & ~(known | (_EMPTY if empty else 0) | (_FRAME if framed else 0)):
         raise CorruptArchive(f"header has unknown flags 0x{flags:02x}")
+    if framed and not frame_index:
+        raise CorruptArchive("header marks a later frame but gives index 0")
     if not adapt_version and (version == 3 or params):
         raise CorruptArchive(f"format {version} header without an adaptive stage" + (" but with its parameters"
                                                                                      if params else ""))
@@ -283,14 +319,25 @@ def _parse_header3(take: Callable[[int], bytes],
     if not 1 <= lanes <= _U16_MAX:
         raise CorruptArchive(f"header declares {lanes} lanes (must be 1..{_U16_MAX})")
     header = Header(engine >> 4, engine & 15, 0, bytes(model_id), model_name, block_size, lanes, adapt_version,
-                    bytes(params), version)
+                    bytes(params), version, frame_index, output_id, link)
     solo = None
     if flags & _SOLO:
         problem = _block_problem(0, header, 0, method, lanes, orig_len, payload_len)
         if problem:
             raise CorruptArchive(problem)
         solo = BlockHeader(0, Method(method), lanes, orig_len, payload_len, data_crc)
-    return header, solo, len(raw) + _CRC.size, crc, empty
+    return header, solo, len(raw) + _CRC.size, crc, empty, bool(flags & _MORE)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an archive stands among the frames of its output (chain.py states the rules).
+    Every archive of formats 1-3, and every one-frame output, is frame 0 with nothing after."""
+
+    index: int  # 0: an output's first frame
+    output_id: int  # the crc of the output's first block's data (for frame 0, its own first block's)
+    link: int  # frames 1, 2, ...: the crc of the previous frame's data (0 for frame 0)
+    more: bool  # frames of this output follow this one
 
 
 @dataclass(frozen=True)
@@ -316,13 +363,15 @@ class BlockHeader:
 
 @dataclass(frozen=True)
 class Trailer:
-    """End-of-archive record: lets the reader detect dropped blocks and a cut-off stream."""
+    """End-of-archive record: lets the reader detect dropped blocks and a cut-off stream.
+    `more` (format 4, its tag): frames of the archive's output follow it."""
 
     n_blocks: int
     total_len: int
+    more: bool = False
 
     def pack(self, seed: int = 0) -> bytes:
-        return _with_crc(_TRAILER.pack(_TAG_TRAILER, self.n_blocks, self.total_len), seed)
+        return _with_crc(_TRAILER.pack(_TAG_MORE if self.more else _TAG_TRAILER, self.n_blocks, self.total_len), seed)
 
 
 def max_payload(method: int, orig_len: int) -> int:
@@ -442,28 +491,32 @@ class ArchiveWriter:
         self._n_blocks += 1
         self._total_len += len(original)
 
-    def _release(self, solo: bool = False) -> None:
+    def _release(self, solo: bool = False, more: bool = False) -> None:
         """Formats 3, 4: the held first block, after the header that now can be written: holding
-        that block (`solo`, the archive's only block) or followed by it (several blocks)."""
+        that block (`solo`, the archive's only block, and `more`) or followed by it (several
+        blocks)."""
         if self._held is not None:
             bh, payload = self._held
             self._held = None
             if solo and bh.method in (Method.RAW, Method.ZSTD):
                 self._unstaged()
-            self._record(self.header.pack(solo=bh if solo else None))
+            self._record(self.header.pack(solo=bh if solo else None, more=more))
             if not solo:
                 self._record(bh.pack(self._chain))
             self._write(payload)
 
-    def finish(self) -> Trailer:
+    def finish(self, more: bool = False) -> Trailer:
         """Write the trailer (or, for a format 3/4 archive of one block, the header holding it);
-        until then the archive is incomplete (and reads as Truncated)."""
+        until then the archive is incomplete (and reads as Truncated). `more` (format 4, an
+        archive of one or more blocks): it is a frame that more frames of its output follow."""
         if self._finished:
             raise ValueError("finish() called twice")
+        if more and not (self._chained and self._n_blocks):
+            raise ValueError("only a format 4 archive of one or more blocks is followed by more frames")
         self._finished = True
-        trailer = Trailer(n_blocks=self._n_blocks, total_len=self._total_len)
+        trailer = Trailer(n_blocks=self._n_blocks, total_len=self._total_len, more=more)
         if self._compact and self._n_blocks == 1:
-            self._release(solo=True)
+            self._release(solo=True, more=more)
             return trailer
         if self._n_blocks == 0 and self._chained:
             self._unstaged()
@@ -493,7 +546,7 @@ def _scan(prefix: bytes) -> tuple[int, int | None] | None:
     if prefix[4] in COMPACT:
         pos = [len(MAGIC) + 1]
         try:
-            _, solo, n, _, empty = _parse_header3(lambda k: _take(prefix, pos, k), prefix[4])
+            _, solo, n, _, empty, _ = _parse_header3(lambda k: _take(prefix, pos, k), prefix[4])
         except _NeedMore:
             return None
         except CorruptArchive:
@@ -533,7 +586,7 @@ def record_length(prefix: bytes, check: bool = True) -> int | None:
     the reader, given the unit, checks)."""
     if not prefix:
         return None
-    if prefix[0] == _TAG_TRAILER:
+    if prefix[0] in (_TAG_TRAILER, _TAG_MORE):
         return TRAILER_BYTES
     if prefix[0] != _TAG_BLOCK:
         return 1
@@ -583,6 +636,9 @@ class ArchiveReader:
         self._solo: BlockHeader | None = None  # formats 3, 4: the one block, framed in the header
         self._empty = False  # format 4: the header is the whole archive
         self._chain = 0  # the crc the next record's starts from (format 4; formats 1-3: always 0)
+        self._first_crc = 0  # the first block's data_crc: an output's id, for its first frame
+        self.more: bool | None = None  # format 4: frames of this output follow (known at its end)
+        self.tables: list[bytes] = []  # the skippable frames after it that hold a seek table (`_end`)
         self.header = self._read_header()
 
     def _read_upto(self, n: int) -> bytes:
@@ -597,11 +653,16 @@ class ArchiveReader:
         end = self.bytes_read
         while (after := self._read_upto(len(SKIP_MAGIC))) == SKIP_MAGIC:
             (n,) = _SKIP_LEN.unpack(self._read(_SKIP_LEN.size, "reading a skippable frame"))
-            while n:  # in chunks, not held: its length is the file's word
-                got = len(self._read_upto(min(n, _READ_CHUNK)))
-                if not got:
+            kept = bytearray() if n <= MAX_TABLE else None  # small enough to be a seek table: kept to be checked
+            while n:  # in chunks, not held beyond MAX_TABLE: its length is the file's word
+                chunk = self._read_upto(min(n, _READ_CHUNK))
+                if not chunk:
                     raise Truncated("archive is truncated (reading a skippable frame)")
-                n -= got
+                if kept is not None:
+                    kept += chunk
+                n -= len(chunk)
+            if kept is not None and kept.endswith(TABLE_TAG):
+                self.tables.append(bytes(kept))
         self.after = after
         self.skipped = self.bytes_read - len(after) - end
         if after and not self._more:
@@ -630,9 +691,13 @@ class ArchiveReader:
                 f"(this shazip reads versions {', '.join(map(str, FORMAT_VERSIONS))})"
             )
         if version in COMPACT:
-            header, self._solo, _, crc, self._empty = _parse_header3(lambda n: self._read(n, "reading header"),
-                                                                     version)
+            header, self._solo, _, crc, self._empty, more = _parse_header3(lambda n: self._read(n, "reading header"),
+                                                                           version)
             self._chain = crc if chained(version) else 0
+            if self._solo is not None:
+                self.more, self._first_crc = more, self._solo.data_crc
+            elif self._empty:
+                self.more = False
             return header
         head = magic + bytes([version]) + self._read(_HEADER_HEAD.size - 5, "reading header")
         _, _, engine, engine_version, threads, model_id, name_len = _HEADER_HEAD.unpack(head)
@@ -660,6 +725,12 @@ class ArchiveReader:
         return Header(engine, engine_version, threads, model_id, model_name, block_size, lanes,
                       adapt_version, adapt_params, version)
 
+    def place(self) -> "Place":
+        """Where this archive stands in its output: what its header says, and once known (the
+        first block read) the output's id for a first frame, and (its end read) `more`."""
+        h = self.header
+        return Place(h.frame_index, h.output_id if h.frame_index else self._first_crc, h.link, bool(self.more))
+
     def _misplaced(self) -> str:
         return " (damaged, or a record from another archive or place)" if chained(self.header.format_version) else ""
 
@@ -672,6 +743,8 @@ class ArchiveReader:
         if chained(self.header.format_version):
             self._chain = crc
         _, index, method, lanes, orig_len, payload_len, data_crc = _BLOCK_HEADER.unpack(body)
+        if not i:
+            self._first_crc = data_crc
         problem = _block_problem(
             i, self.header, index, method, lanes, orig_len, payload_len,
         )
@@ -685,7 +758,9 @@ class ArchiveReader:
         (crc,) = _CRC.unpack(self._read(_CRC.size, what))
         if zlib.crc32(body, self._chain) != crc:
             raise CorruptArchive("end-of-archive trailer checksum mismatch" + self._misplaced())
-        _, declared_blocks, declared_len = _TRAILER.unpack(body)
+        tag, declared_blocks, declared_len = _TRAILER.unpack(body)
+        if tag == _TAG_MORE and not chained(self.header.format_version):
+            raise CorruptArchive(f"unknown record tag 0x{tag:02x} (format {self.header.format_version} has no frames)")
         if declared_blocks != n_blocks:
             raise CorruptArchive(
                 f"trailer declares {declared_blocks} blocks but the archive holds {n_blocks}"
@@ -694,8 +769,9 @@ class ArchiveReader:
             raise CorruptArchive(
                 f"trailer declares {declared_len} original bytes but the blocks hold {total_len}"
             )
+        self.more = tag == _TAG_MORE
         self._end()
-        return Trailer(n_blocks=declared_blocks, total_len=declared_len)
+        return Trailer(n_blocks=declared_blocks, total_len=declared_len, more=self.more)
 
     def blocks(self) -> Iterator[tuple[BlockHeader, bytes]]:
         """Yield (block header, payload) in order, then read and check the trailer.
@@ -709,7 +785,7 @@ class ArchiveReader:
         if self._solo is not None:
             yield self._solo, self._read(self._solo.payload_len, "reading block 0 payload")
             self._end()
-            self.trailer = Trailer(n_blocks=1, total_len=self._solo.orig_len)
+            self.trailer = Trailer(n_blocks=1, total_len=self._solo.orig_len, more=bool(self.more))
             return
         if self._empty:
             self._end()
@@ -724,7 +800,7 @@ class ArchiveReader:
                 raise Truncated(
                     f"archive is truncated (expected block {i} or end-of-archive trailer)"
                 )
-            if tag[0] == _TAG_TRAILER:
+            if tag[0] in (_TAG_TRAILER, _TAG_MORE):
                 break
             if tag[0] != _TAG_BLOCK:
                 raise CorruptArchive(f"unknown record tag 0x{tag[0]:02x} at offset {offset}")
@@ -736,31 +812,46 @@ class ArchiveReader:
         self.trailer = self._read_trailer(tag, i, total_len)
 
 
-def recorded_size(src: BinaryIO, start: int, end: int) -> int | None:
-    """The decoded size recorded by the archive said to lie at [start, end) of a seekable src,
-    read from its header and its last bytes (the trailer; a one-block archive's header holds its
-    size and payload length); None where those are not an archive's ends. A cheap check of an
-    index (the seek table) that decodes nothing and reads no block in between."""
+@dataclass(frozen=True)
+class Ends:
+    """What an archive's ends say of it (`frame_ends`): its decoded size and its place."""
+
+    decoded: int
+    place: Place
+
+
+def frame_ends(src: BinaryIO, start: int, end: int) -> Ends | None:
+    """The decoded size and place recorded by the archive said to lie at [start, end) of a
+    seekable src, read from its header, its first block header (a first frame's output id) and
+    its last bytes (the trailer; a one-block archive's header holds its size and payload
+    length); None where those are not an archive's ends. A cheap check of an index (the seek
+    table) that decodes nothing and reads no block in between."""
     src.seek(start)
     try:
         reader = ArchiveReader(src)  # reads the header only
+        if reader._solo is not None:
+            ok = reader.bytes_read + reader._solo.payload_len == end - start
+            return Ends(reader._solo.orig_len, reader.place()) if ok else None
+        if reader._empty:
+            return Ends(0, reader.place()) if reader.bytes_read == end - start else None
+        if end - start - reader.bytes_read < BLOCK_HEADER_BYTES + TRAILER_BYTES:
+            return None
+        tag = reader._read(1, "reading block 0 header")
+        if tag[0] != _TAG_BLOCK:
+            return None
+        reader._read_block_header(tag, 0)  # its crc (chained in format 4) and bounds; its data_crc: the output id
     except ArchiveError:
-        return None
-    solo = reader._solo
-    if solo is not None:
-        return solo.orig_len if reader.bytes_read + solo.payload_len == end - start else None
-    if reader._empty:
-        return 0 if reader.bytes_read == end - start else None
-    if end - start - reader.bytes_read < TRAILER_BYTES:
         return None
     src.seek(end - TRAILER_BYTES)
     raw = read_upto(src, TRAILER_BYTES)
     body = raw[:_TRAILER.size]
-    if len(raw) < TRAILER_BYTES or raw[0] != _TAG_TRAILER:
+    if len(raw) < TRAILER_BYTES or raw[0] not in (_TAG_TRAILER, _TAG_MORE):
         return None
-    if not chained(reader.header.format_version) and zlib.crc32(body) != _CRC.unpack(raw[_TRAILER.size:])[0]:
+    if not chained(reader.header.format_version) and (zlib.crc32(body) != _CRC.unpack(raw[_TRAILER.size:])[0]
+                                                       or raw[0] == _TAG_MORE):
         return None  # (format 4's crc needs the chain of every record before it: the decoder checks it)
-    return _TRAILER.unpack(body)[2]
+    reader.more = raw[0] == _TAG_MORE
+    return Ends(_TRAILER.unpack(body)[2], reader.place())
 
 
 def _take(buf: bytes, pos: list[int], n: int) -> bytes:
@@ -775,43 +866,3 @@ def verify_block(bh: BlockHeader, original: bytes) -> None:
     """Check decoded bytes against the block header: the end-to-end guarantee of decompression."""
     if len(original) != bh.orig_len or zlib.crc32(original) != bh.data_crc:
         raise ChecksumMismatch(f"block {bh.index}: checksum mismatch (data corrupted)")
-
-
-def describe(src: BinaryIO) -> list[dict[str, Any]]:
-    """Summarize each archive in src (one, or a concatenation of them) for `shazip info`,
-    validating their structure but decoding nothing."""
-    out: list[dict[str, Any]] = []
-    lead, offset = b"", 0
-    while True:
-        reader = ArchiveReader(src, lead, more=True)
-        out.append(_describe(reader, offset))
-        offset += out[-1]["archive_bytes"] + reader.skipped
-        lead = reader.after
-        if not lead:
-            return out
-
-
-def _describe(reader: ArchiveReader, offset: int) -> dict[str, Any]:
-    blocks = [
-        {
-            "index": bh.index,
-            "method": bh.method.name.lower(),
-            "lanes": bh.lanes,
-            "orig_len": bh.orig_len,
-            "payload_len": bh.payload_len,
-        }
-        for bh, _ in reader.blocks()
-    ]
-    assert reader.trailer is not None  # blocks() ran to completion
-    info: dict[str, Any] = {"format_version": reader.header.format_version, **asdict(reader.header)}
-    info["adapt_params"] = reader.header.adapt_params.hex()
-    info["model_id"] = reader.header.model_id.hex()
-    info.update(
-        blocks=blocks,
-        n_blocks=reader.trailer.n_blocks,
-        total_len=reader.trailer.total_len,
-        offset=offset,
-        archive_bytes=reader.bytes_read - len(reader.after) - reader.skipped,  # `after` is the next archive's
-        skipped_bytes=reader.skipped,  # skippable frames after it: the seek table after the last frame
-    )
-    return info

@@ -20,18 +20,19 @@ Needs the `dask` extra (`pip install "shazip[dask]"`); nothing else in shazip im
 
 from __future__ import annotations
 
-import io
 import itertools
 import os
 import threading
+import zlib
 from collections import deque
 from typing import Any, Callable, Iterator
 
 import fsspec
 
-from .api import Compressor, iter_decompress
+from .api import Compressor, decode_frame, linked
+from .container import Place
 from . import seektable
-from .frames import index
+from .frames import Frame, index
 from .options import DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, MAX_FRAME_IN_MEMORY
 from .publish import publish
 
@@ -47,23 +48,23 @@ def _compressor(options: dict[str, Any]) -> Compressor:
         return _CACHE[key]
 
 
-def _compress_frame(url: str, offset: int, length: int, options: dict[str, Any]) -> bytes:
-    """One frame of the input, read by the worker itself, as an archive."""
-    with fsspec.open(url, "rb") as f:
-        f.seek(offset)
-        data = f.read(length)
+def _compress_frame(url: str, offset: int, length: int, options: dict[str, Any], index: int, output_id: int,
+                    more: bool) -> bytes:
+    """Frame `index` of the input, read by the worker itself, as an archive; its link to the
+    frame before (the crc of that frame's data) from the input too."""
     c = _compressor(options)
-    obj = c.compressobj()
-    size = c.header.block_size
-    view = memoryview(data)
-    return b"".join([obj.compress(view[i:i + size]) for i in range(0, len(data), size)] + [obj.flush()])
-
-
-def _decompress_frame(url: str, start: int, end: int, model: str | None, device: str) -> bytes:
     with fsspec.open(url, "rb") as f:
-        f.seek(start)
-        archive = f.read(end - start)
-    return b"".join(iter_decompress(io.BytesIO(archive), model, None, 1, device, concatenated=False))
+        f.seek(max(offset - c.frame_blocks * c.header.block_size, 0))  # the frame before (none for the first)
+        link = zlib.crc32(f.read(offset - f.tell()))
+        data = f.read(length)
+    return b"".join(c.compress_frame(data, Place(index, output_id, link, more)))
+
+
+def _decompress_frame(url: str, frame: Frame, model: str | None, device: str) -> list[bytes]:
+    with fsspec.open(url, "rb") as f:
+        f.seek(frame.start)
+        archive = f.read(frame.end - frame.start)
+    return decode_frame(archive, frame.place, model, None, device)
 
 
 def _in_order(client, fn: Callable, tasks: Iterator[tuple], device: str) -> Iterator[bytes]:
@@ -117,7 +118,10 @@ def compress(src: str, dst: str, client, *, model: str = "default", frame_size: 
     fs, path = fsspec.core.url_to_fs(src)
     n = fs.size(path)
     lengths = [min(frame, n - at) for at in range(0, n, frame)] or [0]
-    tasks = ((src, at, length, options) for at, length in zip(itertools.accumulate(lengths, initial=0), lengths))
+    with fsspec.open(src, "rb") as f:  # the output's id: the crc of its first block
+        output_id = zlib.crc32(f.read(block_size))
+    tasks = ((src, at, length, options, i, output_id, i + 1 < len(lengths))
+             for i, (at, length) in enumerate(zip(itertools.accumulate(lengths, initial=0), lengths)))
     _write(dst, _with_table(_in_order(client, _compress_frame, tasks, device), lengths), replace)
     return n
 
@@ -141,5 +145,5 @@ def decompress(src: str, dst: str, client, *, model: str | None = None, device: 
         frames = index(f, MAX_FRAME_IN_MEMORY)
     if frames is None:
         raise ValueError(f"{src}: a frame is too large to decode as one task ({MAX_FRAME_IN_MEMORY} bytes at most)")
-    tasks = ((src, f.start, f.end, model, device) for f in frames)
-    return _write(dst, _in_order(client, _decompress_frame, tasks, device), replace)
+    tasks = ((src, f, model, device) for f in frames)
+    return _write(dst, linked(frames, _in_order(client, _decompress_frame, tasks, device)), replace)

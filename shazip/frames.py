@@ -1,12 +1,12 @@
-"""Frames: a large input cut into independent archives, made and decoded several at once.
+"""Frames: a large input cut into archives coded apart, made and decoded several at once.
 
 A frame is a complete archive (its own header and adaptive stage) of `frame_size` bytes of the
-input; a framed input is the concatenation of its frames (docs/format.md), which every reader
-decodes. Frames share nothing, so `-T N` codes N of them at once, on threads over the native
+input; a framed input is the concatenation of its frames (docs/format.md), tied in one chain by
+their headers and trailers (chain.py). Frames share no coding state, so `-T N` codes N of them at once, on threads over the native
 core (it releases the GIL for the whole block loop), each frame on one thread: the bytes written
 do not depend on N. The parts here know nothing of the codec: an ordered map over a bounded
 number of workers, and where each archive of a seekable file lies (from the seek table at its
-end, seektable.py, or from the archives' structure).
+end, seektable.py, each entry confirmed by its frame, or from the archives' structure).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from typing import BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from . import seektable
-from .container import ArchiveReader, recorded_size
+from .chain import Chain
+from .container import ArchiveReader, Place, frame_ends
 from .errors import ArchiveError
 
 T = TypeVar("T")
@@ -82,21 +83,24 @@ def _result(future: Future[R]) -> R:
 
 @dataclass(frozen=True)
 class Frame:
-    """Where one archive (frame) lies: bytes [start, end) of the file, `decoded` bytes of data."""
+    """Where one archive (frame) lies: bytes [start, end) of the file, `decoded` bytes of data,
+    and its place in its output."""
 
     start: int
     end: int
     decoded: int
+    place: Place
 
 
 def index(src: BinaryIO, limit: int | None = None) -> list[Frame] | None:
     """The archives (frames) of a seekable src from where it stands, then back there. From the
-    seek table at its end when there is one that covers them, each frame's ends checked (two
-    small reads a frame); else from the archives' structure (headers, block headers, trailers:
-    nothing is decoded), where a damaged archive raises, as the streaming decoder would, before
-    anything is written. None where the frames cannot be had cheaply: src cannot seek, or an
-    archive is larger than `limit` bytes (one old unframed archive: it streams instead of being
-    held in memory)."""
+    seek table at its end when there is one that covers them and that every frame confirms
+    (its two ends read: its size, index, output and whether more follow, in one chain); else
+    from the archives' structure (headers, block headers, trailers: nothing is decoded), where
+    a damaged archive, a frame missing, repeated or foreign, or a seek table that disagrees
+    with the frames raises, as the streaming decoder would, before anything is written. None
+    where the frames cannot be had cheaply: src cannot seek, or an archive is larger than
+    `limit` bytes (one old unframed archive: it streams instead of being held in memory)."""
     try:
         if not src.seekable():
             return None
@@ -116,29 +120,43 @@ def index(src: BinaryIO, limit: int | None = None) -> list[Frame] | None:
 
 
 def _from_table(src: BinaryIO, start: int) -> list[Frame] | None:
+    """The frames the seek table lists, each confirmed by its own ends; None (scan them
+    instead) where one does not."""
     table = seektable.read(src, start)
     if not table:
         return None
-    frames, at = [], start
-    for size, decoded in table:
-        if recorded_size(src, at, at + size) != decoded:
-            return None  # the table does not match the archives: scan them
-        frames.append(Frame(at, at + size, decoded))
-        at += size
+    frames, at, chain = [], start, Chain()
+    try:
+        for size, decoded in table:
+            ends = frame_ends(src, at, at + size)
+            if ends is None or ends.decoded != decoded:
+                return None
+            chain.begin(ends.place)
+            chain.end(ends.place, size, decoded)
+            frames.append(Frame(at, at + size, decoded, ends.place))
+            at += size
+        chain.close()
+    except ArchiveError:
+        return None  # the table does not lead to one chain of frames
     return frames
 
 
 def _scanned(src: BinaryIO, start: int, limit: int | None) -> list[Frame] | None:
-    frames, lead, at = [], b"", start
+    frames, lead, at, chain = [], b"", start, Chain()
     while True:
         reader = ArchiveReader(src, lead, more=True)
+        chain.begin(reader.place())
         for _ in reader.blocks():
             if limit is not None and reader.bytes_read > limit:
                 return None
         end = at + reader.bytes_read - len(reader.after) - reader.skipped  # the seek table is no frame's
-        frames.append(Frame(at, end, reader.trailer.total_len))
+        frames.append(Frame(at, end, reader.trailer.total_len, reader.place()))
+        chain.end(reader.place(), end - at, reader.trailer.total_len)
+        for table in reader.tables:
+            chain.table(table)
         at, lead = end + reader.skipped, reader.after
         if not lead:
+            chain.close()
             return frames
 
 

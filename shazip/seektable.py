@@ -22,9 +22,8 @@ import struct
 import zlib
 from typing import BinaryIO, Sequence
 
-from .container import SKIP_MAGIC, read_upto, skippable
+from .container import SKIP_MAGIC, TABLE_TAG as TAG, read_upto, skippable
 
-TAG = b"SHZ\x8b"
 _ENTRY = struct.Struct("<QQ")  # archive_bytes, decoded_bytes
 _FOOTER = struct.Struct("<II4s")  # n_frames, crc, TAG
 _HEAD = len(SKIP_MAGIC) + 4  # the skippable frame's magic and length
@@ -39,6 +38,18 @@ def pack(frames: Sequence[tuple[int, int]]) -> bytes:
     return skippable(body + struct.pack("<I", zlib.crc32(body)) + TAG)
 
 
+def parse(content: bytes) -> list[tuple[int, int]] | None:
+    """The (archive bytes, decoded bytes) of each frame from a seek table's skippable frame
+    `content`; None where it is not an intact table."""
+    if len(content) < _FOOTER.size:
+        return None
+    n, crc, tag = _FOOTER.unpack_from(content, len(content) - _FOOTER.size)
+    body = content[:-8]  # the entries and n_frames (crc and tag follow)
+    if tag != TAG or len(content) != n * _ENTRY.size + _FOOTER.size or zlib.crc32(body) != crc:
+        return None
+    return [_ENTRY.unpack_from(body, i * _ENTRY.size) for i in range(n)]
+
+
 def read(src: BinaryIO, start: int) -> list[tuple[int, int]] | None:
     """The (archive bytes, decoded bytes) of each frame of a seekable src from `start` on, from
     the seek table that ends it; None where src does not end with an intact table that covers
@@ -48,17 +59,15 @@ def read(src: BinaryIO, start: int) -> list[tuple[int, int]] | None:
     if end - start < _HEAD + _FOOTER.size:
         return None
     src.seek(end - _FOOTER.size)
-    n, crc, tag = _FOOTER.unpack(read_upto(src, _FOOTER.size))
+    n, _, tag = _FOOTER.unpack(read_upto(src, _FOOTER.size))
     size = _HEAD + n * _ENTRY.size + _FOOTER.size
     if tag != TAG or size > end - start:
         return None
     src.seek(end - size)
     raw = read_upto(src, size)
-    body = raw[_HEAD:-8]  # the entries and n_frames (crc and tag follow)
-    if (raw[:len(SKIP_MAGIC)] != SKIP_MAGIC or struct.unpack_from("<I", raw, len(SKIP_MAGIC))[0] != size - _HEAD
-            or zlib.crc32(body) != crc):
-        return None
-    frames = [_ENTRY.unpack_from(body, i * _ENTRY.size) for i in range(n)]
-    if sum(a for a, _ in frames) != end - size - start:
+    frames = parse(raw[_HEAD:])
+    if (frames is None or raw[:len(SKIP_MAGIC)] != SKIP_MAGIC
+            or struct.unpack_from("<I", raw, len(SKIP_MAGIC))[0] != size - _HEAD
+            or sum(a for a, _ in frames) != end - size - start):
         return None
     return frames

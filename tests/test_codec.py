@@ -14,7 +14,8 @@ import zstandard
 import shazip
 from shazip.adaptive import TABLE_FLAGS, AdaptiveParams
 from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
-from shazip.container import Method, describe
+from shazip.container import Method
+from shazip.listing import describe
 from shazip.engines import IntEngine
 from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
 from shazip.options import (

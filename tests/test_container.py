@@ -20,10 +20,10 @@ from shazip.container import (
     Header,
     Method,
     Trailer,
-    describe,
     first_unit,
     verify_block,
 )
+from shazip.listing import describe
 from shazip.errors import (
     ChecksumMismatch,
     CorruptArchive,

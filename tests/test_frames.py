@@ -6,11 +6,15 @@ from __future__ import annotations
 import io
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
 import shazip
-from shazip.container import describe
+from shazip.api import decode_frame
+from shazip.container import Place
+from shazip.errors import CorruptArchive
+from shazip.listing import describe
 from shazip.errors import ShazipError
 from shazip.frames import ordered_map
 
@@ -39,10 +43,12 @@ def test_frames_are_whole_archives_whatever_the_threads(trained, data, framed):
         for i in range(0, len(data), 777):
             f.write(data[i:i + 777])
     assert out.getvalue() == framed
-    for a in archives:  # each frame decodes on its own
-        at = a["offset"]
-        alone = shazip.decompress(framed[at:at + a["archive_bytes"]], model=trained)
+    for a in archives:  # each frame decodes on its own (the decoders of frames at once), in its place only
+        at, place = a["offset"], Place(a["frame_index"], a["output_id"], a["link"], a["more"])
+        alone = b"".join(decode_frame(framed[at:at + a["archive_bytes"]], place, trained))
         assert alone == data[sum(b["total_len"] for b in archives if b["offset"] < at):][:a["total_len"]]
+        with pytest.raises(CorruptArchive, match="changed"):
+            decode_frame(framed[at:at + a["archive_bytes"]], replace(place, index=place.index + 1), trained)
 
 
 def test_one_frame_is_the_unframed_archive(trained, data):

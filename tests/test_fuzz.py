@@ -43,7 +43,7 @@ def decode_outcome(blob: bytes, original: bytes, model) -> str:
 
 
 def test_archives_hold_every_block_method(archives):
-    from shazip.container import describe
+    from shazip.listing import describe
     import io
     methods = {b["method"] for _, blob in archives for a in describe(io.BytesIO(blob)) for b in a["blocks"]}
     assert methods == {"model", "mixed", "raw", "zstd"}

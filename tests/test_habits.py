@@ -131,7 +131,7 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
     order, place and match mixers and the NN's final input. The archive records every choice: decoding
     takes no level."""
     from shazip.adaptive import AdaptiveParams
-    from shazip.container import describe
+    from shazip.listing import describe
     data = text[:40000]
     lanes = {}
     for level in range(1, 10):

@@ -10,8 +10,9 @@ import pytest
 
 import shazip
 from shazip import seektable
-from shazip.container import BLOCK_HEADER_BYTES, TRAILER_BYTES, describe, skippable
-from shazip.errors import ShazipError
+from shazip.container import BLOCK_HEADER_BYTES, TRAILER_BYTES, skippable
+from shazip.listing import describe
+from shazip.errors import CorruptArchive, ShazipError
 from shazip.frames import _scanned, declared_size, index
 
 from test_concat import _by_decompressors
@@ -47,21 +48,40 @@ def test_every_reader_reads_past_the_table(trained, data, framed):
         shazip.decompress(one + other[:-1], model=trained)
 
 
-def test_a_table_that_does_not_fit_is_not_used(trained, data, framed):
-    """Damaged, describing other archives, or no longer at the end: the frames are found by
-    scanning, and everything still decodes."""
-    end = len(framed) - len(seektable.pack(seektable.read(io.BytesIO(framed), 0)))
-    damaged = bytearray(framed)
-    damaged[end + 12] ^= 1  # a frame size in the table
-    lying = framed[:end] + seektable.pack([(1939, 12000), (2561, 12000), (1751, 12000), (685, 4000)])
+def test_a_table_not_at_the_end_is_not_used(trained, data, framed):
+    """Framed outputs one after the other, or an output appended to: the last table does not
+    cover the file (or there is none at its end), so the frames are found by scanning, each
+    table checked against the frames before it, and everything decodes."""
     appended = framed + shazip.compress(b"more", model=trained)
-    for blob, want in ((bytes(damaged), data), (lying, data), (framed + framed, data + data),
-                       (appended, data + b"more")):
+    for blob, want in ((framed + framed, data + data), (appended, data + b"more")):
         assert index(io.BytesIO(blob)) == _scanned(io.BytesIO(blob), 0, None)
         assert shazip.decompress(blob, model=trained, threads=2) == want
         with shazip.open(io.BytesIO(blob), "rb", model=trained) as f:
             f.seek(30000)
             assert f.read(100) == want[30000:30100]
+
+
+def test_a_table_that_disagrees_with_the_frames_is_an_error(trained, data, framed):
+    """Damaged, or describing other archives (its crc recomputed): a reader that would use it
+    finds it does not fit and scans the frames, and every reader that meets it after the last
+    frame refuses the file, as for any other damage (`--recover` still writes all the data)."""
+    end = len(framed) - len(seektable.pack(seektable.read(io.BytesIO(framed), 0)))
+    sizes = [(a["archive_bytes"], a["total_len"]) for a in describe(io.BytesIO(framed))]
+    damaged = bytearray(framed)
+    damaged[end + 12] ^= 1  # a frame size in the table
+    lying = framed[:end] + seektable.pack([(1939, 12000), (2561, 12000), (1751, 12000), (685, 4000)])
+    swapped = framed[:end] + seektable.pack([sizes[1], sizes[0]] + sizes[2:])
+    for blob in (bytes(damaged), lying, swapped):
+        for threads in (1, 2):
+            with pytest.raises(CorruptArchive, match="seek table"):
+                shazip.decompress(blob, model=trained, threads=threads)
+        with pytest.raises(CorruptArchive, match="seek table"):
+            describe(io.BytesIO(blob))
+        with shazip.open(io.BytesIO(blob), "rb", model=trained) as f, pytest.raises(CorruptArchive, match="seek table"):
+            f.seek(30000)
+        out = io.BytesIO()
+        lost = shazip.recover_stream(io.BytesIO(blob), out, model=trained)
+        assert out.getvalue() == data and [(x.start, x.end) for x in lost] == [(end, len(blob))]
 
 
 def test_a_reader_seeks_by_the_table(trained, data, framed):
