@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterable, 
 from . import adaptive
 from .adaptive import AdaptiveParams, AdaptiveStage
 from .container import (
-    ALL_METHODS, BLOCK_HEADER_BYTES, COMPACT, MAGIC, OVERRUN, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader,
+    ALL_METHODS, BLOCK_HEADER_BYTES, BOUND_HINT, COMPACT, MAGIC, OVERRUN, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader,
     ArchiveWriter, Header, Method, Place, chained, first_unit, read_upto, record_length, verify_block,
 )
 from .chain import Chain
@@ -417,15 +417,15 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
     key = (h.engine, h.engine_version, h.threads, h.model_id, h.model_name)
     get_engine = engines.setdefault(key, _engine(kind, loaded, h.threads if kind is FloatEngine else threads, device))
     get_stage = _Once(stage) if h.adapt_version else None
-    overrun = OVERRUN if chained(h.format_version) else -1
     for bh, payload in reader.blocks():
         from .codec import decode_block  # numpy: imported by the first block, not by an empty archive
         with _threads(kind, h.threads):
             try:
                 block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage,
-                                     overrun)
+                                     OVERRUN)
             except CorruptArchive as e:
-                raise CorruptArchive(f"block {bh.index}: {e}") from None
+                hint = BOUND_HINT if h.format_version in (2, 3) and "past its end" in str(e) else ""
+                raise CorruptArchive(f"block {bh.index}: {e}{hint}") from None
         verify_block(bh, block)
         yield block
 

@@ -52,7 +52,8 @@ SKIP_MAGIC: bytes = b"SHZ\x8a"
 # written as format 1, byte for byte as 0.3 did.
 FORMAT_VERSIONS = (1, 2, 3, 4)
 COMPACT = (3, 4)  # the formats with format 3's layout
-# Format 4 bounds the work a block may ask for. Its mixed payloads' coder drops at most 5 trailing
+# Every format bounds the work a block may ask for (formats 1-3 since shazip 0.21, so that no header
+# version lets a small file claim hours of decoding). Mixed payloads' coder drops at most 5 trailing
 # zero bytes (csrc/coder/binary.h, MAX_TRIM) and the categorical coder's seal leaves its decoder
 # at most a word or two to read past the end, so a decoder reading more than OVERRUN bytes (two
 # words) past a payload is decoding a damaged one and stops. And every binary decision costs at
@@ -60,8 +61,13 @@ COMPACT = (3, 4)  # the formats with format 3's layout
 # as every byte of a model block does (each of its 256 frequencies is at least 1 in 2**24), so a
 # payload of n bytes is at least n * 8 * 2.19e-5 / 8 (mixed) or n * 2.19e-5 / 8 (model) bytes
 # less the coder's last ones: FLOOR_RATIO (1 byte per 64 KiB, model per 512 KiB) and
-# FLOOR_SLACK keep a margin under that.
+# FLOOR_SLACK keep a margin under that. The coders of shazip 0.4-0.7 (formats 2, 3) dropped every
+# trailing zero, which only a block ending in a long run of 0xFF bytes (each bit a 1, which keeps the
+# coder's low end) leaves beyond these bounds: such a block is refused (`BOUND_HINT`), never decoded
+# wrong.
 OVERRUN = 8
+BOUND_HINT = ("; an archive of shazip 0.4-0.7 (format 2 or 3) whose block ends in a long run of 0xFF bytes can "
+              "meet this bound: shazip 0.20 decodes it")
 FLOOR_RATIO, FLOOR_SLACK = 1 << 16, 16
 MAX_BLOCK_SIZE = 1 << 28
 # What a file that is not ours may be, by its first bytes: named in the error, as a hint.
@@ -420,8 +426,9 @@ def _block_problem(
     if method == Method.MODEL and payload_len % 4:
         return f"block {i}: model payload length {payload_len} is not a multiple of 4"
     floor = orig_len // (FLOOR_RATIO if method == Method.MIXED else 8 * FLOOR_RATIO) - FLOOR_SLACK
-    if method in (Method.MIXED, Method.MODEL) and chained(header.format_version) and payload_len < floor:
-        return f"block {i}: payload of {payload_len} bytes is too short to code {orig_len} bytes (at least {floor})"
+    if method in (Method.MIXED, Method.MODEL) and payload_len < floor:
+        return (f"block {i}: payload of {payload_len} bytes is too short to code {orig_len} bytes (at least {floor})"
+                + (BOUND_HINT if header.format_version in (2, 3) and method == Method.MIXED else ""))
     return None
 
 

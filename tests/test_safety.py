@@ -252,6 +252,46 @@ def test_a_claim_no_payload_could_hold_is_refused_at_once():
     assert time.perf_counter() - t < 2
 
 
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_every_format_bounds_the_work_a_block_claims(version):
+    """Issue 45's 56-byte archive in an older format (a header's version byte is the writer's
+    word): the payload floor applies to formats 1-3 too, so it is refused at once."""
+    from shazip.adaptive import AdaptiveParams
+    from shazip.container import Header, Method
+    staged = version > 1
+    header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=1 << 28,
+                    lanes=1024, adapt_version=1 if staged else 0, adapt_params=AdaptiveParams().pack() if staged else b"",
+                    format_version=version)
+    method = Method.MIXED if staged else Method.MODEL
+    body = struct.pack("<BIBHIII", 0xB1, 0, method, 1024, 1 << 28, 12, 0)
+    blob = header.pack() + body + struct.pack("<I", zlib.crc32(body)) + b"x" * 12
+    assert len(blob) < 150 and blob[4] == version
+    t = time.perf_counter()
+    with pytest.raises(ShazipError, match="too short"):
+        shazip.decompress(blob)
+    assert time.perf_counter() - t < 2
+
+
+def test_an_old_format_cut_payload_stops_when_its_bytes_run_out(trained):
+    """Format 3 (golden-mixed-v3.shz) with a block's payload cut short, its crcs sealed again:
+    the decoder stops a few bytes past the payload, as in format 4."""
+    from pathlib import Path
+    from shazip.container import ArchiveReader, ArchiveWriter
+    golden = (Path(__file__).parent / "data" / "golden-mixed-v3.shz").read_bytes()
+    data = shazip.decompress(golden, model=trained)
+    reader = ArchiveReader(io.BytesIO(golden))
+    blocks = list(reader.blocks())
+    assert reader.header.format_version == 3
+    out, at = io.BytesIO(), 0
+    w = ArchiveWriter(out, reader.header)
+    for i, (bh, payload) in enumerate(blocks):
+        w.add_block(bh.method, bh.lanes, data[at:at + bh.orig_len], payload[:len(payload) // 3] if i == 1 else payload)
+        at += bh.orig_len
+    w.finish()
+    with pytest.raises(ShazipError, match="block 1: .*read past its end.*shazip 0.20"):
+        shazip.decompress(out.getvalue(), model=trained)
+
+
 def test_a_cut_payload_stops_when_its_bytes_run_out(trained, text):
     """Format 4: a decoder reading more than a few bytes past its payload stops there (a payload
     cut short, or one that claims more bytes than it codes), instead of decoding to the end of

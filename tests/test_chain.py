@@ -1,0 +1,175 @@
+"""The frames of one output cannot be lost, reordered or taken from elsewhere unnoticed: a cut at
+a frame boundary, every reordering, a frame dropped, repeated or from another output, and a seek
+table that lies, are each refused by every reader with a line naming the frame; a concatenation
+of whole outputs still decodes."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import re
+import subprocess
+import zlib
+
+import pytest
+
+import shazip
+from shazip import seektable
+from shazip.errors import ArchiveError, CorruptArchive, Truncated
+from shazip.listing import describe
+
+from test_cli import shazip_cmd
+
+FRAMES = dict(level=1, frame_size=4096, block_size=1024)  # the stage alone: quick, and framed as any level
+
+
+@pytest.fixture(scope="module")
+def data(text) -> bytes:
+    return text[:14000]  # four frames: 4096 * 3 + 1712
+
+
+@pytest.fixture(scope="module")
+def framed(data) -> bytes:
+    return shazip.compress(data, threads=1, **FRAMES)
+
+
+def frames_of(blob: bytes) -> tuple[list[bytes], bytes]:
+    """The frames of one framed output, and the seek table after them."""
+    found = describe(io.BytesIO(blob))
+    return [blob[a["offset"]:a["offset"] + a["archive_bytes"]] for a in found], blob[sum(a["archive_bytes"]
+                                                                                          for a in found):]
+
+
+def by_decompressor(blob: bytes, piece: int = 700) -> bytes:
+    d, out = shazip.ShazipDecompressor(), []
+    for i in range(0, len(blob), piece):
+        out.append(d.decompress(blob[i:i + piece]))
+    if not d.eof:
+        raise Truncated("the decompressor did not reach the output's end")
+    return b"".join(out)
+
+
+def by_file(blob: bytes) -> bytes:
+    with shazip.open(io.BytesIO(blob), "rb") as f:
+        return f.read()
+
+
+READERS = {
+    "decompress -T 1": lambda b: shazip.decompress(b, threads=1),
+    "decompress -T 2": lambda b: shazip.decompress(b, threads=2),
+    "a stream": lambda b: b"".join(shazip.iter_decompress(io.BytesIO(b), threads=1)),
+    "a decompressor": by_decompressor,
+    "a file object": by_file,
+    "a listing": lambda b: describe(io.BytesIO(b)) and b"",
+}
+
+
+def refused_by_all(blob: bytes, kind: type[ArchiveError], phrase: str) -> None:
+    """Every reader raises `kind` with `phrase`; a decompressor, which cannot know that no more
+    input comes, shows a cut as lzma's do: not at the end (`eof` false)."""
+    for name, read in READERS.items():
+        with pytest.raises(kind) as e:
+            read(blob)
+        assert (name == "a decompressor" and kind is Truncated) or re.search(phrase, str(e.value)), (name, e.value)
+
+
+def test_the_frames_carry_their_place(data, framed):
+    found = describe(io.BytesIO(framed))
+    assert [(a["frame_index"], a["more"]) for a in found] == [(0, True), (1, True), (2, True), (3, False)]
+    assert {a["output_id"] for a in found} == {zlib.crc32(data[:1024])}  # the crc of the output's first block
+    assert [a["link"] for a in found] == [0] + [zlib.crc32(data[i:i + 4096]) for i in (0, 4096, 8192)]
+    for name, read in READERS.items():
+        assert read(framed) in (data, b""), name
+
+
+def test_a_cut_at_every_frame_boundary_is_truncated(framed):
+    frames, table = frames_of(framed)
+    for k in range(1, len(frames)):
+        refused_by_all(b"".join(frames[:k]), Truncated, f"frame {k} of the output is missing")
+    assert shazip.decompress(b"".join(frames)) == shazip.decompress(framed)  # the table alone is no data
+
+
+def test_every_reordering_is_refused_naming_the_frame(framed):
+    frames, table = frames_of(framed)
+    for order in itertools.permutations(range(4)):
+        if order == (0, 1, 2, 3):
+            continue
+        blob = b"".join(frames[i] for i in order) + table
+        first = next(k for k, i in enumerate(order) if i != k)  # the first frame out of place
+        found = order[first]
+        phrase = (f"frame {found} of an output where an output starts" if first == 0 else
+                  f"frame {found} of the output is repeated" if found < first else f"frame.? {first}")
+        refused_by_all(blob, CorruptArchive, phrase)
+
+
+def test_dropped_repeated_and_foreign_frames_are_refused(data, framed):
+    frames, table = frames_of(framed)
+    refused_by_all(frames[0] + frames[2] + frames[3], CorruptArchive, r"frame 1 of the output missing \(found frame 2")
+    refused_by_all(frames[0] + frames[1] + frames[1] + frames[2] + frames[3], CorruptArchive,
+                   "frame 1 of the output is repeated")
+    other, _ = frames_of(shazip.compress(data[::-1], threads=1, **FRAMES))  # another file, compressed the same way
+    refused_by_all(frames[0] + other[1] + frames[2] + frames[3], CorruptArchive, "frame 1 is from another output")
+    # the same first block, other data after it: the same id, but not the frame that follows
+    twin, _ = frames_of(shazip.compress(data[:1024] + data[1024:][::-1], threads=1, **FRAMES))
+    blob = frames[0] + twin[1] + frames[2] + frames[3]
+    assert describe(io.BytesIO(blob))[1]["output_id"] == describe(io.BytesIO(framed))[0]["output_id"]
+    for name in ("decompress -T 1", "decompress -T 2", "a stream", "a decompressor", "a file object"):
+        with pytest.raises(CorruptArchive, match="frame 1 does not follow frame 0"):
+            READERS[name](blob)
+    # an output's first frame where a frame is awaited, or a later frame where an output starts
+    one = shazip.compress(data[:3000], **FRAMES)
+    refused_by_all(frames[0] + one, CorruptArchive, "frame 1 of the output is missing")
+    refused_by_all(frames[1] + frames[2] + frames[3], CorruptArchive, "frame 1 of an output where an output starts")
+
+
+def test_whole_outputs_one_after_the_other_decode(data, framed):
+    one = shazip.compress(data[:3000], **FRAMES)
+    for blob, want in ((framed + framed, data + data), (one + framed + one, data[:3000] + data + data[:3000])):
+        for name, read in READERS.items():
+            if name != "a decompressor":
+                assert read(blob) in (want, b""), name
+    d = shazip.ShazipDecompressor()  # one output, frames and all, then the rest is unused
+    assert d.decompress(framed + one) == data and d.eof and d.unused_data.startswith(frames_of(framed)[1])
+
+
+def test_forged_tables_never_lead_to_wrong_bytes(data, framed):
+    """Entries merged, swapped or shifted, the table's crc recomputed: a full decode refuses the
+    file, and a seek either refuses it too or returns the right bytes, never others."""
+    frames, table = frames_of(framed)
+    sizes = seektable.read(io.BytesIO(framed), 0)
+    body = b"".join(frames)
+    forged = {
+        "merged": [(sizes[0][0] + sizes[1][0], sizes[0][1] + sizes[1][1])] + sizes[2:],
+        "merged, sizes kept": [(sizes[0][0] + sizes[1][0], sizes[0][1])] + sizes[2:] + [(0, sizes[1][1])],
+        "swapped": [sizes[1], sizes[0]] + sizes[2:],
+        "shifted": [(a + 1, d) for a, d in sizes[:1]] + [(sizes[1][0] - 1, sizes[1][1])] + sizes[2:],
+        "decoded sizes moved": [(sizes[0][0], sizes[0][1] - 100), (sizes[1][0], sizes[1][1] + 100)] + sizes[2:],
+    }
+    for name, entries in forged.items():
+        blob = body + seektable.pack(entries)
+        for threads in (1, 2):
+            with pytest.raises(CorruptArchive, match="seek table"):
+                shazip.decompress(blob, threads=threads)
+        for at, whence in ((4096, io.SEEK_SET), (0, io.SEEK_END), (9000, io.SEEK_SET)):
+            try:
+                with shazip.open(io.BytesIO(blob), "rb") as f:
+                    pos = f.seek(at, whence)
+                    got = f.read(16)
+            except CorruptArchive as e:
+                assert "seek table" in str(e), name
+                continue
+            assert pos == (at if whence == io.SEEK_SET else len(data)) and got == data[pos:pos + 16], name
+
+
+def test_the_command_line_refuses_a_cut_and_a_reordering(tmp_path, data, framed):
+    frames, table = frames_of(framed)
+    cases = {"cut.shz": b"".join(frames[:2]), "swapped.shz": frames[0] + frames[2] + frames[1] + frames[3] + table}
+    for name, blob in cases.items():
+        (tmp_path / name).write_bytes(blob)
+        for mode in ("-d", "-t", "-l"):
+            p = subprocess.run(shazip_cmd(mode, "-q", "-f", tmp_path / name), capture_output=True, text=True,
+                               timeout=120, stdin=subprocess.DEVNULL)
+            assert p.returncode == 1 and "Traceback" not in p.stderr, (name, mode, p.stderr)
+            assert p.stderr.count("\n") == 1 and f"{name}: " in p.stderr and "frame" in p.stderr, p.stderr
+        assert not os.path.exists(tmp_path / name.replace(".shz", ""))
