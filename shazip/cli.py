@@ -20,6 +20,7 @@ import stat
 import sys
 import tempfile
 import time
+from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
@@ -88,13 +89,22 @@ def shown(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def _standard(name: str) -> BinaryIO:
+    """sys.stdin's or sys.stdout's binary stream; Python sets them to None where the process
+    was started with that descriptor closed (`shazip -c f >&-`)."""
+    stream = getattr(sys, name)
+    if stream is None:
+        raise FileTrouble(f"standard {'input' if name == 'stdin' else 'output'} is closed")
+    return stream.buffer
+
+
 @contextlib.contextmanager
 def _input(path: str, force: bool = False) -> Iterator[BinaryIO]:
     """The input file (standard input for "-"). What is not a regular file (a FIFO, a device,
     a socket) is refused unless `force`, as gzip skips it: a FIFO would block and /dev/zero
     never end."""
     if path == "-":
-        yield sys.stdin.buffer
+        yield _standard("stdin")
         return
     try:
         st = os.stat(path)
@@ -155,7 +165,7 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
     permission bits (never wider) and its access and modification times, as gzip, xz and zstd
     do; else the usual 0666 less umask. Errors name `path`, never the temporary file."""
     if path is None:
-        sink = _Sink(sys.stdout.buffer, "standard output")
+        sink = _Sink(_standard("stdout"), "standard output")
         yield sink
         sink.flush()
         return
@@ -369,7 +379,7 @@ def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove:
 
 def compress_file(file: str, dest: str | None, force: bool, remove: bool, quiet: bool, coding: dict) -> None:
     """FILE ("-": standard input) to dest (None: standard output)."""
-    if dest is None and sys.stdout.isatty() and not force:
+    if dest is None and _standard("stdout").isatty() and not force:
         raise FileTrouble("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
     from .api import compress_stream
     from .modelfile import load_model
@@ -410,6 +420,9 @@ def _on_cluster(scheduler: str, file: str, dest: str | None, force: bool, coding
             raise type(e)(f"{file}: {e}") from None
         except FileExistsError:
             raise OutputExists(f"{dest}: already exists (made while this ran; use -f to overwrite)") from None
+        except (CancelledError, OSError, TimeoutError) as e:  # the scheduler or a worker lost mid-run
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise FileTrouble(f"{file}: the Dask cluster at {scheduler} failed while this ran ({why})") from None
 
 
 FILES = "files"  # the hidden command behind the gzip-style use
@@ -518,12 +531,12 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
                 one(file)
             except ShazipError as e:
                 click.echo(f"shazip: {shown(_naming(file, str(e)))}", err=True)
-                worst = max(worst, e.exit_code)
+                worst = _worse(worst, e.exit_code)
             except OSError as e:
                 if isinstance(e, BrokenPipeError):
                     raise
                 click.echo(f"shazip: {_naming(file, _os_error(e))}", err=True)
-                worst = max(worst, 1)
+                worst = _worse(worst, 1)
         if worst:
             sys.exit(worst)
 
@@ -531,6 +544,12 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
 
 
 files_command.context_class = _ProgramContext
+
+
+def _worse(a: int, b: int) -> int:
+    """The worse of two exit statuses, as gzip ranks them: an error (1) over a warning (2, an
+    input skipped) over success (0)."""
+    return max(a, b, key=lambda code: (code != 0, code != Skipped.exit_code))
 
 
 def _naming(file: str, message: str) -> str:
@@ -604,7 +623,7 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quie
     """FILE.shz ("-": standard input) to dest (None: standard output); with `test`, decode and
     verify every block, write nothing; with `recover`, write every intact frame of a damaged
     archive, then report each range lost (and exit 1), the input kept."""
-    if file == "-" and sys.stdin.isatty():
+    if file == "-" and _standard("stdin").isatty():
         raise FileTrouble("refusing to read compressed data from a terminal (give a file or redirect)")
     if recover and file == "-":
         raise UsageError("--recover reads a file (it searches it for the frames after a damaged one), not a stream")

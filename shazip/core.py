@@ -17,7 +17,7 @@ import struct
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from .errors import ContractError, CoreUnavailable
+from .errors import ContractError, CoreUnavailable, UsageError
 from .numerics import CONTRACT, TABLES
 
 if TYPE_CHECKING:
@@ -42,7 +42,17 @@ def load() -> ModuleType:
                                   f"expected {ABI}); reinstall shazip")
         check_contract(_core.contract())
         _module = _core
+    check_kernels_env(_module)
     return _module
+
+
+def check_kernels_env(core: ModuleType) -> None:
+    """SHAZIP_KERNELS, where set, names a kernel path this CPU runs (or "auto"): a one-line
+    error before anything is built, not the core's exception from deep in a constructor."""
+    name = os.environ.get("SHAZIP_KERNELS")
+    if name and name != "auto" and name not in core.available_kernels():
+        raise UsageError(f"SHAZIP_KERNELS={name}: no such kernel path on this machine (it runs "
+                         f"{', '.join(core.available_kernels())}; or auto)")
 
 
 def check_file(spec) -> None:

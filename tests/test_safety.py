@@ -4,6 +4,7 @@ file and leaves the other files' work done; a damaged archive stays an error."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import resource
@@ -189,7 +190,7 @@ def test_none_is_no_input():
         shazip.decompress(None)
 
 
-@pytest.mark.parametrize("damage", ["truncate", "empty", "flip"])
+@pytest.mark.parametrize("damage", ["truncate", "empty", "flip", "resealed"])
 def test_a_damaged_cache_is_rebuilt_not_used(tmp_path, text, damage):
     """The only cache left (lookup tables; the core is built at install, never at run time) is
     verified before use: a torn, empty or altered entry costs time, never a wrong archive."""
@@ -205,6 +206,12 @@ def test_a_damaged_cache_is_rebuilt_not_used(tmp_path, text, damage):
             blob = blob[:len(blob) // 2]
         elif damage == "empty":
             blob = bytearray()
+        elif damage == "resealed":  # the squash table edited, its checksum made again (issue 45)
+            if not p.name.startswith("squash"):
+                continue
+            data = bytearray(blob[:-32])
+            data[4 * 3937:4 * 3938] = (int.from_bytes(data[4 * 3937:4 * 3938], "little") + 1).to_bytes(4, "little")
+            blob = data + hashlib.sha256(data).digest()
         else:
             blob[len(blob) // 3] ^= 1
         p.write_bytes(bytes(blob))
@@ -318,3 +325,26 @@ def test_format_4_has_no_model_blocks(trained):
                     lanes=1, adapt_version=1, adapt_params=b"")
     with pytest.raises(ValueError, match="method model"):
         ArchiveWriter(io.BytesIO(), header).add_block(Method.MODEL, 1, b"a" * 100, b"abcd")
+
+
+def test_an_error_outranks_a_skipped_input(tmp_path):
+    """gzip's ranking: an error (1) with an input skipped (a warning, 2) exits 1, whatever the order."""
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "damaged.shz").write_bytes(b"SHZ\x89\x04 not really")
+    for args in (["-d", tmp_path / "damaged.shz", tmp_path / "fifo"], ["-d", tmp_path / "fifo", tmp_path / "damaged.shz"],
+                 [tmp_path / "missing.txt", tmp_path / "fifo"]):
+        p = subprocess.run(shazip_cmd("-q", *args), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert p.returncode == 1 and "Traceback" not in p.stderr, (args, p.returncode, p.stderr)
+    p = subprocess.run(shazip_cmd("-q", tmp_path / "fifo"), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2  # the warning alone
+
+
+def test_a_closed_output_and_a_bad_kernel_path_are_one_line(tmp_path, text):
+    (tmp_path / "t.txt").write_bytes(text[:2000])
+    p = subprocess.run(shazip_cmd("-c", tmp_path / "t.txt"), capture_output=True, text=True, timeout=60,
+                       stdout=None, preexec_fn=lambda: os.close(1))
+    assert p.returncode == 1 and p.stderr.strip().endswith("standard output is closed"), p.stderr
+    assert p.stderr.count("\n") == 1
+    env = dict(os.environ, SHAZIP_KERNELS="bogus")
+    p = subprocess.run(shazip_cmd("-c", tmp_path / "t.txt"), capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 2 and "SHAZIP_KERNELS=bogus" in p.stderr and p.stderr.count("\n") == 1, p.stderr
