@@ -306,7 +306,32 @@ def load_model(spec: str | os.PathLike = "default") -> LoadedModel:
     if not path.is_file():
         known = ", ".join(sorted(idx)) or "none bundled"
         raise ModelError(f"model not found: '{spec}' (bundled: {known})")
-    return model_from_bytes(path.read_bytes(), str(path), path)
+    return model_from_bytes(_read_file(path), str(path), path)
+
+
+def _read_file(path: Path) -> bytes:
+    """A model file's bytes, read only once its header (read first) is a shazip model's and
+    describes tensors that end where the file does: a file larger or shorter than its header
+    says (a valid header before gigabytes of anything) is refused at once, not read whole."""
+    where = str(path)
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(8)
+            if len(head) == 8:
+                n = struct.unpack("<Q", head)[0]
+                head += f.read(n) if n <= min(MAX_HEADER, size - 8) else b""
+            header = _header(head, where)
+            try:
+                end = 8 + len(head[8:]) + max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"),
+                                              default=0)
+            except (TypeError, KeyError, IndexError, AttributeError):
+                raise ModelError(f"{where}: invalid model file (a tensor without its data offsets)") from None
+            if end != size:
+                raise ModelError(f"{where}: invalid model file ({size:,} bytes, where its header describes {end:,})")
+            return head + f.read()
+    except OSError as e:
+        raise ModelError(f"{where}: cannot read the model file ({e.strerror or e})") from None
 
 
 def find_model(name: str, model_id: bytes) -> LoadedModel:

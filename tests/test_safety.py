@@ -348,3 +348,20 @@ def test_a_closed_output_and_a_bad_kernel_path_are_one_line(tmp_path, text):
     env = dict(os.environ, SHAZIP_KERNELS="bogus")
     p = subprocess.run(shazip_cmd("-c", tmp_path / "t.txt"), capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 2 and "SHAZIP_KERNELS=bogus" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_a_model_file_larger_than_its_header_says_is_refused_at_once(tmp_path, trained):
+    """A valid header before 3 GiB (sparse, costing no disk) is refused by its size, not read
+    whole; one cut short likewise."""
+    big, cut = tmp_path / "big.safetensors", tmp_path / "cut.safetensors"
+    big.write_bytes(trained.path.read_bytes())
+    with open(big, "ab") as f:
+        f.truncate(3 << 30)
+    cut.write_bytes(trained.path.read_bytes()[:-1000])
+    for path in (big, cut):
+        t = time.perf_counter()
+        with pytest.raises(ShazipError, match="invalid model file .* where its header describes"):
+            shazip.load(str(path))
+        assert time.perf_counter() - t < 1
+    p = subprocess.run(shazip_cmd("-c", "--model", big, trained.path), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "where its header describes" in p.stderr and p.stderr.count("\n") == 1, p.stderr
