@@ -78,8 +78,10 @@ def ordered_map(fn: Callable[[int, T, Callable[[], None]], R], items: Iterable[T
 def _hand_back() -> None:
     """Returns to the system the memory the workers' heaps hold free. glibc gives each thread
     an arena of its own and keeps what a thread freed in it: a process that decodes frames at
-    once call after call (a server) grew by hundreds of MB a call, and kept it. One trim after
-    the workers end costs a millisecond. (Elsewhere than glibc: nothing to do.)"""
+    once call after call (a server) grew to hundreds of MB and more, and kept them (100 calls
+    at -T 2 on a 10 KB archive of 3 frames: 269 MB at level 1, 413 MB at level 3; with the
+    trim 36 and 38 MB). The cost is the next call's first touch of its tables' pages again:
+    tens of ms a call, nothing beside a frame's seconds. (Elsewhere than glibc: nothing.)"""
     global _TRIM
     if _TRIM is None:
         try:

@@ -16,6 +16,7 @@ import pytest
 
 import shazip
 from shazip import seektable
+from shazip.container import BLOCK_HEADER_BYTES, TRAILER_BYTES
 from shazip.errors import ArchiveError, CorruptArchive, Truncated
 from shazip.listing import describe
 
@@ -173,3 +174,39 @@ def test_the_command_line_refuses_a_cut_and_a_reordering(tmp_path, data, framed)
             assert p.returncode == 1 and "Traceback" not in p.stderr, (name, mode, p.stderr)
             assert p.stderr.count("\n") == 1 and f"{name}: " in p.stderr and "frame" in p.stderr, p.stderr
         assert not os.path.exists(tmp_path / name.replace(".shz", ""))
+
+
+def test_a_decompressor_bounds_each_call_with_max_length(data, framed):
+    """lzma's `max_length`: no call returns more; what is decoded but not returned waits, and
+    `needs_input` is false while it does."""
+    d, out, rest = shazip.ShazipDecompressor(), [], framed[3000:]
+    out.append(d.decompress(framed[:3000], max_length=1000))
+    while not d.eof:
+        assert len(out[-1]) <= 1000
+        fed, rest = (rest, b"") if d.needs_input else (b"", rest)
+        out.append(d.decompress(fed, max_length=1000))
+    assert b"".join(out) == data and max(map(len, out)) == 1000 and d.unused_data.endswith(b"SHZ\x8b")
+    with pytest.raises(EOFError):
+        d.decompress(b"")
+    d = shazip.ShazipDecompressor()
+    assert d.decompress(framed, max_length=0) == b"" and not d.needs_input and not d.eof
+
+
+def test_recover_names_exactly_the_bytes_it_could_not_write(data, framed, tmp_path):
+    """A cut inside a frame: every block before the cut is written, and the loss is named from
+    the end of the last one; a cut at a frame boundary is named at the end of the file."""
+    found = describe(io.BytesIO(framed))
+    second = found[1]
+    cut = second["offset"] + second["archive_bytes"] - 40  # inside the second frame's last block
+    out = io.BytesIO()
+    lost = shazip.recover_stream(io.BytesIO(framed[:cut]), out)
+    written = out.getvalue()
+    assert data.startswith(written) and len(written) == 4096 + 3 * 1024
+    end = second["offset"] + second["archive_bytes"]  # the last block's header starts where the blocks before end
+    blocks_end = end - TRAILER_BYTES - second["blocks"][-1]["payload_len"] - BLOCK_HEADER_BYTES
+    assert [(x.start, x.end, x.output_at) for x in lost] == [(blocks_end, cut, len(written))]
+    boundary = found[2]["offset"]
+    out = io.BytesIO()
+    lost = shazip.recover_stream(io.BytesIO(framed[:boundary]), out)
+    assert out.getvalue() == data[:8192] and [(x.start, x.end, x.output_at) for x in lost] == [(boundary, boundary, 8192)]
+    assert "frame 2 of the output is missing" in lost[0].reason
