@@ -8,7 +8,9 @@ blocks (the committed `tiny-trained` model; small blocks so there are several), 
 mutations of shazip.testing: bit flips, truncation in every region, inserted and deleted
 bytes, header/block/trailer field edits with their crc resealed, payload bytes, blocks swapped,
 dropped or repeated, a block spliced in from an archive of other text made the same way, and
-blocks claiming far more bytes and lanes than their payload holds. Each case must end in a
+blocks claiming far more bytes and lanes than their payload holds; and, every fourth case, a
+framed output's frames cut at a boundary, reordered, dropped, repeated or taken from another
+output, or its seek table forged (`frame_damage`). Each case must end in a
 clean ShazipError ("refused") or the exact original ("intact"); anything else is counted as a
 failure and printed, and the exit code is 1. Also prints the slowest case and the process's
 peak RSS (`--max-seconds`, `--max-mb`: a case slower, or a peak larger, fails the run)."""
@@ -33,7 +35,7 @@ from shazip.container import Method
 from shazip.errors import ShazipError
 from shazip.modelfile import load_model
 
-from shazip.testing import mutate
+from shazip.testing import frame_damage, mutate
 
 
 def main() -> None:
@@ -56,15 +58,22 @@ def main() -> None:
                (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams()))  # every model of the newest stage
     archives, donors = ([shazip.compress(d, model=model, block_size=900, lanes=3, methods=m, adapt=a)
                          for m, a in codings] for d in (data, other))
+    # and framed outputs (three frames and a seek table), for mistakes with whole frames (every 4th case)
+    framed, framed_donors = ([shazip.compress(d, model=model, block_size=600, frame_size=1200, lanes=2, methods=m,
+                                              adapt=a, threads=1) for m, a in codings[1:3]] for d in (data, other))
     rng = random.Random(args.seed)
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     failures, slowest = [], (0.0, "")
     t0 = time.perf_counter()
     for case in range(args.cases):
-        name, bad = mutate(archives[case % len(archives)], rng, donors[case % len(archives)])
+        if case % 4 == 3:
+            k = case // 4 % len(framed)
+            name, bad = frame_damage(framed[k], rng, framed_donors[k])
+        else:
+            name, bad = mutate(archives[case % len(archives)], rng, donors[case % len(archives)])
         t = time.perf_counter()
         try:
-            out = shazip.decompress(bad, model=model)
+            out = shazip.decompress(bad, model=model, threads=1 + case % 2)
             outcome = "intact" if out == data else "WRONG OUTPUT"
         except ShazipError:
             outcome = "refused"

@@ -256,6 +256,73 @@ def mutate(blob: bytes, rng: random.Random, donor: bytes | None = None) -> tuple
     return how(blob, lay, rng, donor) if how is splice else how(blob, lay, rng)
 
 
+# ----------------------------------------------------------------------------------------------
+# Damage to the frames of a framed output (chain.py): each frame and the seek table intact
+
+
+def frames_of(framed: bytes) -> tuple[list[bytes], bytes]:
+    """The frames (archives) of one undamaged framed output, and what follows them (the seek
+    table's skippable frame)."""
+    src, frames, lead = io.BytesIO(framed), [], b""
+    at = 0
+    while True:
+        reader = ArchiveReader(src, lead, more=True)
+        for _ in reader.blocks():
+            pass
+        size = reader.bytes_read - len(reader.after) - reader.skipped
+        frames.append(framed[at:at + size])
+        at += size
+        if not reader.more:
+            return frames, framed[at:]
+        lead = reader.after
+
+
+def _table(sizes: list[tuple[int, int]]) -> bytes:
+    """A seek table of these entries, its crc sealed as a writer's (seektable.pack, for any count)."""
+    body = b"".join(struct.pack("<QQ", a, d) for a, d in sizes) + struct.pack("<I", len(sizes))
+    content = body + struct.pack("<I", zlib.crc32(body)) + b"SHZ\x8b"
+    return b"SHZ\x8a" + struct.pack("<I", len(content)) + content
+
+
+def frame_damage(framed: bytes, rng: random.Random, donor: bytes) -> tuple[str, bytes]:
+    """One random mistake with the frames of `framed` (of two or more), each frame intact: cut
+    at a frame boundary; frames reordered, dropped or repeated; one taken from `donor` (another
+    output made the same way); or a seek table forged (entries merged, swapped, shifted,
+    dropped, its crc sealed again)."""
+    frames, table = frames_of(framed)
+    sizes = [(len(f), 0) for f in frames]
+    entries = list(struct.iter_unpack("<QQ", table[8:-12])) if table else sizes
+    k = rng.randrange(len(frames))
+    how = rng.choice(["cut", "reorder", "drop", "repeat", "foreign", "merged", "swapped", "shifted", "dropped entry"])
+    if how == "cut":  # at a frame boundary, or just before the table
+        return "frames: cut at a frame boundary", b"".join(frames[:rng.randrange(1, len(frames))])
+    if how in ("reorder", "drop", "repeat", "foreign"):
+        order = list(frames)
+        if how == "reorder":
+            while order == frames:
+                rng.shuffle(order)
+        elif how == "drop":
+            del order[k]
+        elif how == "repeat":
+            order.insert(k, frames[k])
+        else:
+            other, _ = frames_of(donor)
+            order[k] = other[min(k, len(other) - 1)]
+        return f"frames: {how}", b"".join(order) + (table if rng.random() < 0.5 else b"")
+    forged = list(entries)
+    j = rng.randrange(len(forged) - 1)
+    if how == "merged":
+        forged[j:j + 2] = [(forged[j][0] + forged[j + 1][0], forged[j][1] + forged[j + 1][1])]
+    elif how == "swapped":
+        forged[j], forged[j + 1] = forged[j + 1], forged[j]
+    elif how == "shifted":
+        d = rng.choice([-7, -1, 1, 7])
+        forged[j], forged[j + 1] = (forged[j][0] + d, forged[j][1]), (forged[j + 1][0] - d, forged[j + 1][1])
+    else:
+        del forged[j]
+    return f"frames: table {how}", b"".join(frames) + _table(forged)
+
+
 def payload_spans(archive: bytes) -> list[tuple[int, int, Method]]:
     """(offset, length, method) of every block's payload, found with the archive reader."""
     reader = ArchiveReader(io.BytesIO(archive))

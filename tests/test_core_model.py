@@ -15,6 +15,7 @@ import torch
 
 from shazip import _core, core, exact, quant
 from shazip.config import Config
+from shazip.errors import UsageError
 from shazip.model import SHARNN
 from shazip.modelfile import load_model
 from shazip.testing import lanes_of, run
@@ -260,8 +261,8 @@ def test_environment_forces_a_path(monkeypatch, path):
 
 def test_unknown_or_unavailable_path_is_refused(monkeypatch):
     monkeypatch.setenv("SHAZIP_KERNELS", "sse9")
-    with pytest.raises(ValueError, match="SHAZIP_KERNELS=sse9: no such kernel path .*available here: portable"):
-        core.model(trained_weights())
+    with pytest.raises(UsageError, match="SHAZIP_KERNELS=sse9: no such kernel path on this machine .*it runs portable"):
+        core.model(trained_weights())  # one line for the user, before the core is asked for anything
     monkeypatch.delenv("SHAZIP_KERNELS")
     with pytest.raises(ValueError, match="kernels=sse9: no such kernel path"):
         core.model(trained_weights(), "sse9")
