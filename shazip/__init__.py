@@ -2,7 +2,7 @@
 
 import os
 
-__version__ = "0.20.0"
+__version__ = "0.21.0"
 
 # OpenMP threads that spin while they wait hold a core each: with another process busy on the
 # machine, torch's `--threads 2` on 2 cores ran 36x slower than one thread (475 s vs 13 s for
