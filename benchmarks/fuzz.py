@@ -4,7 +4,8 @@
 
 Five archives of the committed fixture text plus random bytes, with model-coded (with and without
 the adaptive stage; a level's choice and every model of the newest stage version), raw and zstd
-blocks (the committed `tiny-trained` model; small blocks so there are several), damaged by the
+blocks (the committed `tiny-trained` model; small blocks so there are several), and the golden
+archives of formats 1-3 (tests/data: shazip 0.3-0.7's, which every version decodes), damaged by the
 mutations of shazip.testing: bit flips, truncation in every region, inserted and deleted
 bytes, header/block/trailer field edits with their crc resealed, payload bytes, blocks swapped,
 dropped or repeated, a block spliced in from an archive of other text made the same way, and
@@ -13,7 +14,8 @@ framed output's frames cut at a boundary, reordered, dropped, repeated or taken 
 output, or its seek table forged (`frame_damage`). Each case must end in a
 clean ShazipError ("refused") or the exact original ("intact"); anything else is counted as a
 failure and printed, and the exit code is 1. Also prints the slowest case and the process's
-peak RSS (`--max-seconds`, `--max-mb`: a case slower, or a peak larger, fails the run)."""
+peak RSS (`--max-seconds`, `--max-mb`: a case slower, or a peak larger, fails the run), and the
+slowest case by the format its header claims (a claim of 2**28 bytes in each among them)."""
 
 from __future__ import annotations
 
@@ -58,23 +60,33 @@ def main() -> None:
                (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams()))  # every model of the newest stage
     archives, donors = ([shazip.compress(d, model=model, block_size=900, lanes=3, methods=m, adapt=a)
                          for m, a in codings] for d in (data, other))
+    expected = [data] * len(archives)
+    # and the golden archives of formats 1-3 (written by shazip 0.3-0.7), which every version must decode
+    for name in ("golden-int8.shz", "golden-mixed.shz", "golden-mixed-v3.shz"):
+        old = (ROOT / "tests" / "data" / name).read_bytes()
+        archives.append(old)
+        donors.append(None)
+        expected.append(shazip.decompress(old, model=model))
     # and framed outputs (three frames and a seek table), for mistakes with whole frames (every 4th case)
     framed, framed_donors = ([shazip.compress(d, model=model, block_size=600, frame_size=1200, lanes=2, methods=m,
                                               adapt=a, threads=1) for m, a in codings[1:3]] for d in (data, other))
     rng = random.Random(args.seed)
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     failures, slowest = [], (0.0, "")
+    by_format: dict[int, tuple[float, str]] = {}  # the slowest case by the format its header says (0: no magic)
     t0 = time.perf_counter()
     for case in range(args.cases):
         if case % 4 == 3:
             k = case // 4 % len(framed)
             name, bad = frame_damage(framed[k], rng, framed_donors[k])
         else:
-            name, bad = mutate(archives[case % len(archives)], rng, donors[case % len(archives)])
+            k = (case - case // 4) % len(archives)  # every archive in turn over the other cases
+            name, bad = mutate(archives[k], rng, donors[k])
+            name += f" (format {archives[k][4]})"
         t = time.perf_counter()
         try:
             out = shazip.decompress(bad, model=model, threads=1 + case % 2)
-            outcome = "intact" if out == data else "WRONG OUTPUT"
+            outcome = "intact" if out == (data if case % 4 == 3 else expected[k]) else "WRONG OUTPUT"
         except ShazipError:
             outcome = "refused"
         except Exception:  # anything else is a bug: record it and go on
@@ -82,9 +94,11 @@ def main() -> None:
             failures.append((case, name, traceback.format_exc(limit=3)))
         dt = time.perf_counter() - t
         slowest = max(slowest, (dt, name))
+        fmt = bad[4] if len(bad) > 4 and bad[:4] == b"SHZ\x89" else 0
+        by_format[fmt] = max(by_format.get(fmt, (0.0, "")), (dt, name))
         if dt > args.max_seconds:
             failures.append((case, name, f"took {dt:.1f} s"))
-        counts[name.split(" (")[0]][outcome] += 1
+        counts[name.split(" (")[0] + (name[name.index(" (format"):] if " (format" in name else "")][outcome] += 1
         if outcome == "WRONG OUTPUT":
             failures.append((case, name, "decoded to different bytes without an error"))
     total = collections.Counter()
@@ -98,6 +112,7 @@ def main() -> None:
                       "crashes": total["CRASH"], "wrong_output": total["WRONG OUTPUT"],
                       "seconds": round(time.perf_counter() - t0, 1), "slowest_case_s": round(slowest[0], 3),
                       "slowest_mutation": slowest[1],
+                      "slowest_s_by_format": {f: round(t, 3) for f, (t, _) in sorted(by_format.items())},
                       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if peak > args.max_mb:

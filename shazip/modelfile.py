@@ -160,14 +160,31 @@ def _unpack_int8(tensors: dict[str, np.ndarray]) -> tuple[dict, dict]:
     return out, rows
 
 
+_DTYPES = {"F32": "<f4", "I8": "i1"}  # the types `_check_tensors` lets through
+
+
 def _read_tensors(blob: bytes, where: str) -> tuple[dict, dict]:
-    """The file's weights (`_unpack_int8`), refused unless every one is a finite number."""
+    """The file's weights (`_unpack_int8`), refused unless every one is a finite number. Each
+    stored tensor is a read-only view of the file's bytes, not a copy: a model in memory is its
+    file once (and, for an int8 file, the float32 weights made from it)."""
     import numpy as np
-    from safetensors.numpy import load as st_load
+    header = _header(blob, where)
+    base = 8 + struct.unpack("<Q", blob[:8])[0]
+    tensors, at = {}, 0
     try:
-        tensors = st_load(blob)
-    except Exception as e:  # offsets, sizes: the header promised what the body does not hold
+        spans = sorted((tuple(v["data_offsets"]), k) for k, v in header.items() if k != "__metadata__")
+        for (start, end), name in spans:
+            v = header[name]
+            dtype = np.dtype(_DTYPES[v["dtype"]])
+            count = math.prod(v["shape"])
+            if start != at or end - start != count * dtype.itemsize:  # the header promised what the body does not hold
+                raise ModelError(f"{where}: invalid model file (tensor {name} is not where its header says)")
+            tensors[name] = np.frombuffer(blob, dtype, count, base + start).reshape(v["shape"])
+            at = end
+    except (TypeError, ValueError, KeyError) as e:
         raise _invalid(where, e) from None
+    if base + at != len(blob):
+        raise ModelError(f"{where}: invalid model file (bytes after its last tensor)")
     params, rows = _unpack_int8(tensors)
     if not all(bool(np.isfinite(v).all()) for v in params.values()):
         raise ModelError(f"{where}: invalid model file (weights that are not finite numbers)")
