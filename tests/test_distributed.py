@@ -73,3 +73,18 @@ def test_an_existing_output_is_kept_unless_replace(tmp_path, client, trained, te
                     **OPTIONS)
     assert (tmp_path / "d.shz").read_bytes() == b"keep me" and sorted(p.name for p in tmp_path.iterdir()) == [
         "d.shz", "d.txt"]
+
+
+def test_frames_cut_or_reordered_are_refused_on_the_cluster(tmp_path, client, trained, text):
+    """The cluster's decoder takes the frames through the same chain as a local one: a cut at a
+    frame boundary and a reordering are refused, and nothing is written."""
+    import shazip.distributed as sd
+    from shazip.testing import frames_of
+    frames, table = frames_of(shazip.compress(text[:30000], model=trained, threads=1, **OPTIONS))
+    cases = {"cut.shz": (b"".join(frames[:2]), "frame 2 of the output is missing"),
+             "swapped.shz": (frames[0] + frames[2] + frames[1] + frames[3] + table, "seek table|frame 1 of the output")}
+    for name, (blob, phrase) in cases.items():
+        (tmp_path / name).write_bytes(blob)
+        with pytest.raises(shazip.ShazipError, match=phrase):
+            sd.decompress(str(tmp_path / name), str(tmp_path / "out.txt"), client, model=str(trained.path))
+        assert not (tmp_path / "out.txt").exists()
