@@ -387,7 +387,8 @@ def _frame_blocks(reader: ArchiveReader, chain: Chain, model: str | LoadedModel 
     for block in _archive_blocks(reader, model, progress, threads, device, engines):
         crc = zlib.crc32(block, crc)
         yield block
-    chain.end(reader.place(), reader.bytes_read - len(reader.after) - reader.skipped, reader.trailer.total_len, crc)
+    chain.end(reader.place(), reader.bytes_read - len(reader.after) - reader.skipped, reader.trailer.total_len, crc,
+              reader.skipped)
     for table in reader.tables:
         chain.table(table)
 
@@ -673,7 +674,7 @@ def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None
                 crc = zlib.crc32(block, crc)
                 good = at + reader.bytes_read
             size = reader.bytes_read - len(reader.after) - reader.skipped
-            chain.end(reader.place(), size, reader.trailer.total_len, crc)
+            chain.end(reader.place(), size, reader.trailer.total_len, crc, reader.skipped)
             good = at + size
             for table in reader.tables:
                 chain.table(table)

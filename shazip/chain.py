@@ -72,12 +72,16 @@ class Chain:
             raise CorruptArchive(f"frame {k} does not follow frame {k - 1} (it belongs after other data: a frame "
                                  "of another output)")
 
-    def end(self, place: Place, archive_bytes: int, decoded: int, data_crc: int | None = None) -> None:
+    def end(self, place: Place, archive_bytes: int, decoded: int, data_crc: int | None = None,
+            skipped: int = 0) -> None:
         """The archive that `begin` took is read, `place` now whole (its id, `more`); `data_crc`:
-        the crc of its decoded data (None: not decoded, so the next frame's link goes unchecked)."""
+        the crc of its decoded data (None: not decoded, so the next frame's link goes unchecked);
+        `skipped`: the bytes of skippable frames after it, which may only stand between outputs."""
         if place.index == 0:
             self._id = place.output_id
         self._next = place.index + 1 if place.more else 0
+        if skipped and self._next:
+            raise CorruptArchive(f"a skippable frame where frame {self._next} of the output belongs")
         self._link = data_crc
         self._sizes.append((place.index, archive_bytes, decoded))
 

@@ -23,7 +23,7 @@ def describe(src: BinaryIO) -> list[dict[str, Any]]:
         reader = ArchiveReader(src, lead, more=True)
         chain.begin(reader.place())
         out.append(_describe(reader, offset))
-        chain.end(reader.place(), out[-1]["archive_bytes"], out[-1]["total_len"])
+        chain.end(reader.place(), out[-1]["archive_bytes"], out[-1]["total_len"], None, reader.skipped)
         for table in reader.tables:
             chain.table(table)
         offset += out[-1]["archive_bytes"] + reader.skipped
