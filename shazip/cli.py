@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import io
 import json
+import logging
 import os
 import select
 import signal
@@ -405,6 +406,7 @@ def _on_cluster(scheduler: str, file: str, dest: str | None, force: bool, coding
         from . import distributed
     except ImportError:
         raise UsageError("--scheduler needs Dask: pip install 'shazip[dask]'") from None
+    logging.disable(logging.ERROR)  # Dask's logs: its failures reach the user as shazip's one line (the CLI owns its process)
     try:
         client = Client(scheduler, timeout="20s")
     except (OSError, TimeoutError) as e:

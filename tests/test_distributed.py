@@ -88,3 +88,41 @@ def test_frames_cut_or_reordered_are_refused_on_the_cluster(tmp_path, client, tr
         with pytest.raises(shazip.ShazipError, match=phrase):
             sd.decompress(str(tmp_path / name), str(tmp_path / "out.txt"), client, model=str(trained.path))
         assert not (tmp_path / "out.txt").exists()
+
+
+def test_a_scheduler_lost_mid_run_is_one_line(tmp_path, trained, text):
+    """The cluster goes away while frames are under way: one line naming the file and the
+    cluster, exit 1, no output or temporary file left."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    from test_cli import shazip_cmd
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", str(port), "--no-dashboard"], **quiet)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                               "--no-dashboard"], **quiet)
+    try:
+        (tmp_path / "d.txt").write_bytes(text * 3)
+        p = subprocess.Popen(shazip_cmd("-q", "--scheduler", address, "--model", trained.path, "--block-size", "4000",
+                                        "--frame-size", "4000", tmp_path / "d.txt"), stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while not any(".tmp" in f.name for f in tmp_path.iterdir()):  # frames under way
+            assert p.poll() is None and time.time() < deadline, "ended before the cluster could be lost"
+            time.sleep(0.05)
+        scheduler.send_signal(signal.SIGKILL)
+        worker.send_signal(signal.SIGKILL)
+        _, err = p.communicate(timeout=120)
+    finally:
+        for proc in (scheduler, worker):
+            proc.kill()
+            proc.wait()
+    assert p.returncode == 1 and "Traceback" not in err and err.count("\n") == 1, err
+    assert "d.txt: the Dask cluster at" in err and sorted(f.name for f in tmp_path.iterdir()) == ["d.txt"], err
