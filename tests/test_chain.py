@@ -238,3 +238,19 @@ def test_nothing_stands_between_the_frames_of_an_output(framed):
     for name in ("decompress -T 1", "a stream", "a listing"):
         with pytest.raises(CorruptArchive, match="skippable frame where frame 1 of the output belongs"):
             READERS[name](blob)
+
+
+def test_golden_framed_output(trained, text):
+    """shazip 0.21's framed output, frozen: it decodes, compressing again gives it byte for byte,
+    and its frames carry the marks (tests/data/README.md)."""
+    from pathlib import Path
+    from shazip.container import Method
+    golden = (Path(__file__).parent / "data" / "golden-framed.shz").read_bytes()
+    data = text[:5000]
+    assert shazip.decompress(golden, model=trained) == data
+    assert shazip.compress(data, model=trained, lanes=1, block_size=1000, frame_size=2000,
+                           methods=frozenset({Method.MIXED}), threads=2) == golden
+    found = describe(io.BytesIO(golden))
+    assert [(a["frame_index"], a["more"], a["format_version"]) for a in found] == [(0, True, 4), (1, True, 4),
+                                                                                  (2, False, 4)]
+    assert found[-1]["skipped_bytes"] == len(seektable.pack([(1, 1)] * 3))
