@@ -381,7 +381,7 @@ def _frame_blocks(reader: ArchiveReader, chain: Chain, model: str | LoadedModel 
                   threads: int, device: str, engines: dict[tuple, _Once]) -> Iterator[bytes]:
     """The blocks of the archive `reader` has opened, a frame taken through `chain`: checked
     in its place before any block is decoded, and its data's crc kept for the next frame's
-    link; then the seek tables after it, checked against the frames."""
+    link; then the seek table after it, checked against the frames."""
     chain.begin(reader.place())
     crc = 0
     for block in _archive_blocks(reader, model, progress, threads, device, engines):
@@ -389,8 +389,8 @@ def _frame_blocks(reader: ArchiveReader, chain: Chain, model: str | LoadedModel 
         yield block
     chain.end(reader.place(), reader.bytes_read - len(reader.after) - reader.skipped, reader.trailer.total_len, crc,
               reader.skipped)
-    for table in reader.tables:
-        chain.table(table)
+    if reader.table is not None:
+        chain.table(reader.table)
 
 
 def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, progress: Progress | None,
@@ -676,8 +676,8 @@ def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None
             size = reader.bytes_read - len(reader.after) - reader.skipped
             chain.end(reader.place(), size, reader.trailer.total_len, crc, reader.skipped)
             good = at + size
-            for table in reader.tables:
-                chain.table(table)
+            if reader.table is not None:
+                chain.table(reader.table)
             at += reader.bytes_read - len(reader.after)
         except ArchiveError as e:
             after = _next_magic(src, max(good, at + 1))

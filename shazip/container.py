@@ -645,7 +645,7 @@ class ArchiveReader:
         self._chain = 0  # the crc the next record's starts from (format 4; formats 1-3: always 0)
         self._first_crc = 0  # the first block's data_crc: an output's id, for its first frame
         self.more: bool | None = None  # format 4: frames of this output follow (known at its end)
-        self.tables: list[bytes] = []  # the skippable frames after it that hold a seek table (`_end`)
+        self.table: bytes | None = None  # the skippable frame after it that holds a seek table (`_end`)
         self.header = self._read_header()
 
     def _read_upto(self, n: int) -> bytes:
@@ -669,7 +669,9 @@ class ArchiveReader:
                     kept += chunk
                 n -= len(chunk)
             if kept is not None and kept.endswith(TABLE_TAG):
-                self.tables.append(bytes(kept))
+                if self.table is not None:  # (one ends an output; more would each hold up to MAX_TABLE)
+                    raise CorruptArchive("a second seek table after one archive")
+                self.table = bytes(kept)
         self.after = after
         self.skipped = self.bytes_read - len(after) - end
         if after and not self._more:

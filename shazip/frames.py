@@ -177,8 +177,8 @@ def _scanned(src: BinaryIO, start: int, limit: int | None) -> list[Frame] | None
         end = at + reader.bytes_read - len(reader.after) - reader.skipped  # the seek table is no frame's
         frames.append(Frame(at, end, reader.trailer.total_len, reader.place()))
         chain.end(reader.place(), end - at, reader.trailer.total_len, None, reader.skipped)
-        for table in reader.tables:
-            chain.table(table)
+        if reader.table is not None:
+            chain.table(reader.table)
         at, lead = end + reader.skipped, reader.after
         if not lead:
             chain.close()

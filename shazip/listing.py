@@ -24,8 +24,8 @@ def describe(src: BinaryIO) -> list[dict[str, Any]]:
         chain.begin(reader.place())
         out.append(_describe(reader, offset))
         chain.end(reader.place(), out[-1]["archive_bytes"], out[-1]["total_len"], None, reader.skipped)
-        for table in reader.tables:
-            chain.table(table)
+        if reader.table is not None:
+            chain.table(reader.table)
         offset += out[-1]["archive_bytes"] + reader.skipped
         lead = reader.after
         if not lead:
