@@ -5,14 +5,16 @@
     header 1/2 = "SHZ\\x89" | format_version u8 | engine u8 | engine_version u8 | threads u8 |
               model_id 32B | name_len u8 | model_name | block_size u32 | lanes u16 |
               [format 2: adapt_version u8 | params_len u8 | adapt_params] | header_crc u32
-    header 3 = "SHZ\\x89" | 3 | flags u8 (SOLO 1, NAME 2, solo method << 2) |
-              engine u8 (id << 4 | version) | model_id 8B | [NAME: name_len u8 | model_name] |
-              adapt_version u8 | params_len u8 | adapt_params |
+    header 3/4 = "SHZ\\x89" | 3 or 4 | flags u8 (SOLO 1, NAME 2, solo method << 2; format 4: EMPTY 16,
+              MORE 32, FRAME 64) | engine u8 (id << 4 | version) | model_id 8B |
+              [NAME: name_len u8 | model_name] | adapt_version u8 | params_len u8 | adapt_params |
+              [FRAME: index v | output_id u32 | link u32] |
               [SOLO: lanes v | orig_len - 1 v | payload_len v | data_crc u32
-               else: block_size v | lanes v] | header_crc u32           (v: LEB128 varint)
+               EMPTY: nothing; else: block_size v | lanes v] | header_crc u32   (v: LEB128 varint)
     block   = 0xB1 | index u32 | method u8 | lanes u16 | orig_len u32 | payload_len u32 |
               data_crc u32 | bh_crc u32 | payload
-    trailer = 0xE0 | n_blocks u32 | total_len u64 | tr_crc u32
+    trailer = 0xE0 (format 4: 0xE1, more frames of the output follow) | n_blocks u32 | total_len u64 |
+              tr_crc u32
 
 All fixed-width integers are little-endian, every crc is zlib.crc32. The block count and total
 length live in a trailer (not an up-front table) so an archive can be written to a pipe with
