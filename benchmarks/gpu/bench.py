@@ -1,0 +1,75 @@
+"""The GPU beside the CPU on one input: compress and decompress MB/s and archive size, the GPU at
+several lane counts, the CPU at its automatic choice with every core; every round trip checked
+and the GPU's archive decoded by the CPU. One JSON line a row, all rows in `--out`.
+
+    python benchmarks/gpu/bench.py --input gpu-run/mixed.txt.zst --mib 1 --lanes 256 1024 --out $OUT/bench.json
+
+Run by benchmarks/gpu/run.sh on the device machine; runs anywhere with `--no-gpu` (the CPU row only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import zstandard
+
+import shazip
+from shazip import core
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def row(data: bytes, device: str, lanes: int | None, threads: int) -> dict:
+    c = shazip.Compressor(device=device, lanes=lanes, threads=threads)
+    blob, tc = timed(lambda: c.compress(data))
+    back, td = timed(lambda: shazip.decompress(blob, device=device, threads=threads))
+    assert back == data, "round trip"
+    out = {"device": device, "lanes": lanes or "auto", "threads": threads, "bytes": len(data), "archive": len(blob),
+           "bits_per_byte": round(8 * len(blob) / len(data), 4), "compress_s": round(tc, 2),
+           "decompress_s": round(td, 2), "compress_mb_s": round(len(data) / tc / 1e6, 4),
+           "decompress_mb_s": round(len(data) / td / 1e6, 4)}
+    if device != "cpu":  # the GPU's archive decodes on the CPU
+        assert shazip.decompress(blob, device="cpu", threads=threads) == data, "GPU archive on the CPU"
+        out["decodes_on_cpu"] = True
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--input", type=Path, required=True)
+    ap.add_argument("--mib", type=float, default=1.0, help="MiB of the input to code")
+    ap.add_argument("--lanes", type=int, nargs="*", default=[256, 1024])
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    raw = args.input.read_bytes()
+    text = zstandard.ZstdDecompressor().decompressobj().decompress(raw) if args.input.suffix == ".zst" else raw
+    data = text[:int(args.mib * (1 << 20))]
+    rows = []
+    machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+               "kernels": core.kernels()}
+    if not args.no_gpu:
+        import torch
+        machine["gpu"] = torch.cuda.get_device_name(0)
+    print(json.dumps(machine), flush=True)
+    for lanes in ([] if args.no_gpu else args.lanes):
+        rows.append(row(data, "cuda", lanes, args.threads))
+        print(json.dumps(rows[-1]), flush=True)
+    rows.append(row(data, "cpu", None, args.threads))
+    print(json.dumps(rows[-1]), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
