@@ -33,7 +33,7 @@ from typing import BinaryIO, Iterator
 from .api import Compressor, ShazipCompressor, iter_decompress
 from .errors import ShazipError
 from .container import Place
-from .frames import index
+from .frames import Frame, index
 from .modelfile import LoadedModel
 
 
@@ -64,7 +64,7 @@ class ShazipFile(io.BufferedIOBase):
                 self._start: int | None = self._fp.tell() if self._fp.seekable() else None
             except (AttributeError, OSError):  # an object with only read() is a stream, as before
                 self._start = None
-            self._index: list[tuple[int, int, int, Place]] | None = None  # the frames, for seeking (`_frames`)
+            self._index: list[tuple[Frame, int]] | None = None  # the frames, for seeking (`_frames`)
             self._begin()
         else:
             self._writer: ShazipCompressor | None = compressor.compressobj()
@@ -83,8 +83,8 @@ class ShazipFile(io.BufferedIOBase):
         self._buf, self._pos, self._at = b"", 0, at
         self._error: ShazipError | None = None  # raised again by every read until a seek starts afresh
 
-    def _frames(self) -> list[tuple[int, int, int, Place]]:
-        """(file offset, decoded offset, decoded size, place) of each archive (frame), read once
+    def _frames(self) -> list[tuple[Frame, int]]:
+        """Each archive (frame) with its offset in the decoded data, read once
         from the seek table, each entry confirmed by its frame, or else from the archives'
         structure (frames.index); the file is left where decoding needs it."""
         if self._index is None:
@@ -95,7 +95,7 @@ class ShazipFile(io.BufferedIOBase):
             finally:
                 self._fp.seek(where)
             starts = itertools.accumulate((f.decoded for f in frames), initial=0)
-            self._index = [(f.start, s, f.decoded, f.place) for f, s in zip(frames, starts)]
+            self._index = list(zip(frames, starts))
         return self._index
 
     def _fill(self) -> bool:
@@ -154,19 +154,19 @@ class ShazipFile(io.BufferedIOBase):
         if whence == io.SEEK_CUR:
             offset += self.tell()
         elif whence == io.SEEK_END:
-            offset += sum(f[2] for f in self._frames())
+            offset += sum(f.decoded for f, _ in self._frames())
         elif whence != io.SEEK_SET:
             raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
         if offset < 0:
             raise ValueError(f"negative seek position {offset}")
         if not self._at <= offset <= self._at + len(self._buf):  # not in the block in hand
             frames = self._frames()
-            k = max(bisect.bisect_right([f[1] for f in frames], offset) - 1, 0)
-            file_at, start, _, place = frames[k]
+            k = max(bisect.bisect_right([start for _, start in frames], offset) - 1, 0)
+            frame, start = frames[k]
             if offset < self._at or start > self._at + len(self._buf):  # behind, or frames ahead: jump there
                 self._blocks.close()
-                self._fp.seek(file_at)
-                self._begin(start, place)
+                self._fp.seek(frame.start)
+                self._begin(start, frame.place)
         while offset > self._at + len(self._buf) and self._fill():
             pass
         self._pos = min(offset - self._at, len(self._buf))
