@@ -2,8 +2,10 @@
 would cost before training it.
 
     python benchmarks/step_speed.py --d-model 256 --layers 2 --boom 1024 --mem 512 --lanes 64
+    python benchmarks/step_speed.py --shape 256x2x1024x512 --shape 512x3x2048x1024 --lanes 1
 
-Times the native core's step (on the kernel path --kernels, "auto" by default) after the
+`--shape DxLxBxM` (d_model x layers x d_boom x mem_len; repeatable) times several shapes in one
+run, one JSON line each, in place of the four shape options. Times the native core's step (on the kernel path --kernels, "auto" by default) after the
 attention memory is full; prints the best of three timings as ms per step and KB/s (lanes bytes
 a step).
 Random weights spread attention over every key; a trained model's peaked attention lets the
@@ -33,9 +35,23 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--kernels", default="auto", help="kernel path (auto, portable, avx2, avx512vnni)")
+    ap.add_argument("--shape", action="append", type=shape, help="DxLxBxM: time this shape (repeatable)")
     args = ap.parse_args()
+    for cfg in args.shape or [shape(f"{args.d_model}x{args.layers}x{args.boom}x{args.mem}")]:
+        time_step(cfg, args)
+
+
+def shape(text: str) -> Config:
+    """"DxLxBxM" -> a Config (attention in the last-but-one block, as the presets have it)."""
+    try:
+        d, layers, boom, mem = map(int, text.split("x"))
+        return Config(d, layers, boom, mem, attn_layer=-2 if layers > 1 else 0)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected DxLxBxM ({e})") from None
+
+
+def time_step(cfg: Config, args: argparse.Namespace) -> None:
     torch.manual_seed(0)
-    cfg = Config(args.d_model, args.layers, args.boom, args.mem, attn_layer=-2 if args.layers > 1 else 0)
     model = SHARNN(cfg)
     model.collapse_vs()
     m = core.model(exact.int_weights(cfg, quant.float_params(model)), args.kernels)
@@ -52,7 +68,7 @@ def main() -> None:
     print(json.dumps({"d_model": cfg.d_model, "layers": cfg.n_layers, "d_boom": cfg.d_boom, "mem_len": cfg.mem_len,
                       "params": model.num_params(), "lanes": args.lanes, "threads": args.threads,
                       "kernels": m.kernels,
-                      "ms_per_step": round(best * 1e3, 3), "KBps": round(args.lanes / best / 1e3, 1)}))
+                      "ms_per_step": round(best * 1e3, 3), "KBps": round(args.lanes / best / 1e3, 1)}), flush=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import zstandard
@@ -49,6 +50,32 @@ def read_kind(data: Path, files: tuple[str, ...]) -> bytes:
     return b"".join(parts)
 
 
+def held_out(data: Path) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """Each kind's text split into (training part, the held-out last VALID bytes from a line start)."""
+    train, valid = {}, {}
+    for kind, (files, _) in KINDS.items():
+        text = read_kind(data, files)
+        cut = text.index(b"\n", len(text) - VALID) + 1
+        train[kind], valid[kind] = text[:cut], text[cut:]
+    return train, valid
+
+
+def mixture(train: dict[str, bytes], n_chunks: int, seed: int) -> Iterator[tuple[str, bytes]]:
+    """The mixture's first n_chunks chunks, each with its kind: each drawn kind gives its next CHUNK bytes, in order,
+    starting the kind again once it is used up. A longer mixture of the same seed begins with
+    the chunks of a shorter one (so device pieces can take slices of it)."""
+    names = list(KINDS)
+    p = np.array([KINDS[k][1] for k in names])
+    order = np.random.default_rng(seed).choice(len(names), size=n_chunks, p=p)
+    pos = dict.fromkeys(names, 0)
+    for i in order:
+        k = names[i]
+        if pos[k] + CHUNK > len(train[k]):
+            pos[k] = 0  # this kind is used up: start it again
+        yield k, train[k][pos[k]:pos[k] + CHUNK]
+        pos[k] += CHUNK
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
@@ -57,33 +84,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    assert abs(sum(w for _, w in KINDS.values()) - 1) < 1e-9
-    train: dict[str, bytes] = {}
-    valid_all = []
-    for kind, (files, _) in KINDS.items():
-        text = read_kind(a.data, files)
-        cut = text.index(b"\n", len(text) - VALID) + 1
-        train[kind] = text[:cut]
-        (a.out / f"valid-{kind}.txt").write_bytes(text[cut:])
-        valid_all.append(text[cut:])
-        print(f"{kind}: {len(text):,} bytes, {len(text) - cut:,} held out")
-    (a.out / "valid.txt").write_bytes(b"".join(valid_all))
-    n_chunks = int(a.mb * 1e6) // CHUNK
-    names = list(KINDS)
-    p = np.array([KINDS[k][1] for k in names])
-    order = np.random.default_rng(a.seed).choice(len(names), size=n_chunks, p=p)
-    pos = dict.fromkeys(names, 0)
+    train, valid = held_out(a.data)
+    for kind in KINDS:
+        (a.out / f"valid-{kind}.txt").write_bytes(valid[kind])
+        print(f"{kind}: {len(train[kind]) + len(valid[kind]):,} bytes, {len(valid[kind]):,} held out")
+    (a.out / "valid.txt").write_bytes(b"".join(valid.values()))
+    taken = dict.fromkeys(KINDS, 0)
     with open(a.out / "train.bin", "wb") as out:
-        for i in order:
-            k = names[i]
-            src = train[k]
-            if pos[k] + CHUNK > len(src):
-                pos[k] = 0  # this kind is used up: start it again
-            out.write(src[pos[k]:pos[k] + CHUNK])
-            pos[k] += CHUNK
-    for i, k in enumerate(names):
-        print(f"{k}: {int((order == i).sum()) * CHUNK / 1e6:.1f} MB in the mixture "
-              f"({int((order == i).sum()) * CHUNK / len(train[k]):.2f} passes)")
+        for kind, chunk in mixture(train, int(a.mb * 1e6) // CHUNK, a.seed):
+            out.write(chunk)
+            taken[kind] += len(chunk)
+    for k in KINDS:
+        print(f"{k}: {taken[k] / 1e6:.1f} MB in the mixture ({taken[k] / len(train[k]):.2f} passes)")
 
 
 if __name__ == "__main__":

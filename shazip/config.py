@@ -48,11 +48,15 @@ class Config:
 
 
 # `small` trades depth for speed on a 2-core CPU; dropout is off for presets trained for
-# less than one epoch (no text is seen twice, so there is nothing to overfit). `paper` is the
+# less than one epoch (no text is seen twice, so there is nothing to overfit). `large` (3.8M
+# parameters) is the largest shape whose -9 on one CPU core, in lanes of 256 KB, stays faster than
+# paq8px -8 on the same file (models/README.md, "Choosing large"); it is trained on lent GPUs
+# (models/gpu/), several passes over each carried piece of text, hence its dropout. `paper` is the
 # enwik8 model of the paper (4 x 1024, Boom 4096, memory 5000, dropout 0.1).
 PRESETS: dict[str, Config] = {
     "tiny": Config(d_model=32, n_layers=2, d_boom=128, mem_len=24),
     "small": Config(d_model=256, n_layers=2, d_boom=1024, mem_len=512),
+    "large": Config(d_model=384, n_layers=2, d_boom=1536, mem_len=512, dropout=0.1, dropout_in=0.1),
     "paper": Config(d_model=1024, n_layers=4, d_boom=4096, mem_len=5000, dropout=0.1, dropout_in=0.1),
 }
 

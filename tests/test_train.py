@@ -34,6 +34,7 @@ from shazip import quant
 from shazip.cli import main
 from shazip.container import ArchiveReader, Method
 from shazip.modelfile import load_model
+from shazip.train import checkpoint as pieces
 from shazip.train.trainer import TrainArgs, lr_at, train
 
 from shazip.testing import lanes_of, run
@@ -64,7 +65,12 @@ def weights(out: Path) -> dict[str, torch.Tensor]:
 
 
 def checkpoint(out: Path) -> dict:
-    return torch.load(out / "checkpoint.pt", weights_only=False)
+    return pieces.load(out, "cpu")
+
+
+def checkpoint_bytes(out: Path) -> dict[str, bytes]:
+    """Every file of a run's checkpoint (manifest and pieces) by name."""
+    return {p.name: p.read_bytes() for p in sorted(out.glob("checkpoint*"))}
 
 
 def assert_same_weights(a: dict, b: dict) -> None:
@@ -274,9 +280,10 @@ def test_sigint_stops_cleanly_then_resumes(tmp_path, capfd):
 # ---------------------------------------------------------------- resume is exact
 
 
-def test_resume_equals_uninterrupted(tmp_path):
+def test_resume_equals_uninterrupted(tmp_path, monkeypatch):
     # batch 16 x bptt 64 over ~61 KB: the streams wrap (state reset) in the second half
     kw = dict(batch=16, bptt=64, dropout=0.1, lr=5e-3, warmup=10)
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 20_000)  # the checkpoint in several pieces
     n = 80
     one = tmp_path / "one" / "m"
     two = tmp_path / "two" / "m"
@@ -284,6 +291,7 @@ def test_resume_equals_uninterrupted(tmp_path):
     # the split run also logs, evaluates and checkpoints often: none of it may change the weights
     r = train(targs(two, steps=n // 2, log_every=3, eval_every=7, checkpoint_minutes=0, **kw))
     assert r["step"] == n // 2 and checkpoint(two)["step"] == n // 2
+    assert len(json.loads((two / pieces.MANIFEST).read_text())["pieces"]) > 2
     half = weights(two)
     r = train(targs(two, steps=n, resume=True, log_every=3, eval_every=7, checkpoint_minutes=0, **kw))
     assert r["step"] == n
@@ -300,6 +308,19 @@ def test_resume_equals_uninterrupted(tmp_path):
     assert finals[-1]["valid_bpc"] == metrics(one)[-1]["valid_bpc"]
 
 
+def test_resume_finds_the_corpus_in_another_folder(tmp_path):
+    """As a run checkpointed on a GPU machine resumes here: the same files, elsewhere."""
+    there, here, out = tmp_path / "there", tmp_path / "here", tmp_path / "run"
+    there.mkdir()
+    (there / "wiki.xml").write_bytes(FIXTURE.read_bytes())
+    train(targs(out, corpus=(there / "wiki.xml",), steps=4))
+    there.rename(here)
+    assert train(targs(out, corpus=(here / "wiki.xml",), steps=8, resume=True))["step"] == 8
+    (here / "wiki.xml").write_bytes(FIXTURE.read_bytes()[:-1])
+    with pytest.raises(shazip.UsageError, match="different config, corpus"):
+        train(targs(out, corpus=(here / "wiki.xml",), steps=12, resume=True, valid_bytes=VALID))
+
+
 def test_resume_reads_the_checkpoint_not_the_seed(tmp_path):
     """Control for the test above: a fresh run of the second half alone differs."""
     kw = dict(batch=8, bptt=32, dropout=0.1, warmup=5)
@@ -308,6 +329,70 @@ def test_resume_reads_the_checkpoint_not_the_seed(tmp_path):
     train(targs(a, steps=16, resume=True, **kw))
     train(targs(b, steps=16, seed=99, **kw))
     assert max_diff(weights(a), weights(b)) > 1e-3
+
+
+# ---------------------------------------------------------------- the checkpoint's pieces
+
+def test_checkpoint_pieces_round_trip_and_replace_the_last_generation(tmp_path, monkeypatch):
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 1000)
+    first = {"w": torch.arange(1000, dtype=torch.float32), "step": 1}
+    pieces.save(first, tmp_path)
+    names = {p.name for p in tmp_path.iterdir()}
+    assert len(names) > 4 and pieces.MANIFEST in names
+    assert all(p.stat().st_size <= 1000 for p in tmp_path.glob("checkpoint-*"))
+    got = pieces.load(tmp_path, "cpu")
+    assert torch.equal(got["w"], first["w"]) and got["step"] == 1
+    pieces.save({"w": torch.ones(10), "step": 2}, tmp_path)
+    assert pieces.load(tmp_path, "cpu")["step"] == 2
+    assert not names - {pieces.MANIFEST} & {p.name for p in tmp_path.iterdir()}, "the first save's pieces stayed"
+
+
+def test_checkpoint_save_cut_short_keeps_the_previous_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 1000)
+    pieces.save({"w": torch.zeros(500), "step": 1}, tmp_path)
+
+    def killed(*_):
+        raise KeyboardInterrupt  # the run stopped between the new pieces and the new manifest
+    monkeypatch.setattr(pieces.os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        pieces.save({"w": torch.ones(700), "step": 2}, tmp_path)
+    monkeypatch.undo()
+    assert pieces.load(tmp_path, "cpu")["step"] == 1
+    pieces.save({"w": torch.ones(700), "step": 3}, tmp_path)  # the orphaned pieces are written over
+    assert pieces.load(tmp_path, "cpu")["step"] == 3
+
+
+@pytest.mark.parametrize("damage", ["flip", "cut", "missing", "escaping name", "not json"])
+def test_checkpoint_damage_is_named(tmp_path, monkeypatch, damage):
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 1000)
+    pieces.save({"w": torch.arange(1000, dtype=torch.float32)}, tmp_path)
+    manifest = json.loads((tmp_path / pieces.MANIFEST).read_text())
+    victim = tmp_path / manifest["pieces"][2]["name"]
+    if damage == "flip":
+        data = bytearray(victim.read_bytes())
+        data[10] ^= 1
+        victim.write_bytes(bytes(data))
+    elif damage == "cut":
+        victim.write_bytes(victim.read_bytes()[:-1])
+    elif damage == "missing":
+        victim.unlink()
+    elif damage == "escaping name":
+        manifest["pieces"][2]["name"] = "../elsewhere.pt"
+        (tmp_path / pieces.MANIFEST).write_text(json.dumps(manifest))
+    else:
+        (tmp_path / pieces.MANIFEST).write_text("{")
+    with pytest.raises(shazip.UsageError) as e:
+        pieces.load(tmp_path, "cpu")
+    named = pieces.MANIFEST if damage in ("escaping name", "not json") else victim.name
+    assert named in str(e.value)
+
+
+def test_error_device_cuda_without_a_gpu(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here")
+    r = cli("train", FIXTURE, "--config", "tiny", "--out", tmp_path / "o", "--valid-bytes", VALID, "--steps", 2,
+            "--device", "cuda")
+    assert_fails(r, "--device cuda")
 
 
 # ---------------------------------------------------------------- .zst corpora
@@ -504,15 +589,15 @@ def test_error_unknown_config(tmp_path):
 def test_error_checkpoint_exists_without_resume(tmp_path):
     out = tmp_path / "run"
     assert_ok(small_run(out))
-    before = (out / "checkpoint.pt").read_bytes()
+    before = checkpoint_bytes(out)
     assert_fails(small_run(out), "already holds a checkpoint")
-    assert (out / "checkpoint.pt").read_bytes() == before  # left alone
+    assert checkpoint_bytes(out) == before  # left alone
 
 
 def test_error_incompatible_checkpoint_on_resume(tmp_path):
     out = tmp_path / "run"
     assert_ok(small_run(out))
-    before = (out / "checkpoint.pt").read_bytes()
+    before = checkpoint_bytes(out)
     r = cli("train", FIXTURE, "--config", "small", "--out", out, "--steps", 4, "--batch", 2, "--bptt", 16,
             "--valid-bytes", VALID, "--threads", 1, "-q", "--resume")
     assert_fails(r, "different config")
@@ -520,7 +605,7 @@ def test_error_incompatible_checkpoint_on_resume(tmp_path):
     r = cli("train", FIXTURE, "--config", "tiny", "--out", out, "--steps", 4, "--batch", 3, "--bptt", 16,
             "--valid-bytes", VALID, "--threads", 1, "-q", "--resume")
     assert_fails(r, "batch")
-    assert (out / "checkpoint.pt").read_bytes() == before
+    assert checkpoint_bytes(out) == before
 
 
 def test_error_resume_without_checkpoint(tmp_path):

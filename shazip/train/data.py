@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import zstandard
 
 from ..errors import UsageError
 
@@ -29,15 +28,23 @@ def _cache_dir() -> Path:
 
 def _copy_frames(src, dst) -> bool:
     """Decompresses every zstd frame of src into dst; False if the last frame is cut short
-    (zstandard's copy_stream accepts a truncated file silently, yielding a shorter corpus)."""
+    (zstandard's copy_stream accepts a truncated file silently, yielding a shorter corpus).
+    Raises ValueError on bytes that are not zstd frames."""
+    try:  # only .zst corpora need it: a GPU machine trains on plain text without it
+        import zstandard
+    except ImportError:
+        raise UsageError("a .zst corpus needs zstandard: pip install 'shazip[train]'") from None
     dctx = zstandard.ZstdDecompressor()
     dobj, pending = dctx.decompressobj(), False
-    while chunk := src.read(1 << 20):
-        while chunk:
-            dst.write(dobj.decompress(chunk))
-            pending, chunk = not dobj.eof, b""
-            if dobj.eof:  # next frame, if any, starts in the unused input
-                chunk, dobj = dobj.unused_data, dctx.decompressobj()
+    try:
+        while chunk := src.read(1 << 20):
+            while chunk:
+                dst.write(dobj.decompress(chunk))
+                pending, chunk = not dobj.eof, b""
+                if dobj.eof:  # next frame, if any, starts in the unused input
+                    chunk, dobj = dobj.unused_data, dctx.decompressobj()
+    except zstandard.ZstdError as e:
+        raise ValueError(e) from None
     return not pending
 
 
@@ -55,7 +62,7 @@ def _decompressed(path: Path) -> Path:
         if not complete:
             raise UsageError(f"{path}: truncated zstd file (the last frame is incomplete)")
         os.replace(tmp, out)
-    except zstandard.ZstdError as e:
+    except ValueError as e:
         raise UsageError(f"{path}: not a valid zstd file ({e})") from None
     finally:
         tmp.unlink(missing_ok=True)

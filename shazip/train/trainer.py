@@ -6,11 +6,16 @@ over B parallel streams, state carried across segments and detached), checkpoint
 Training follows the SHA-RNN recipe: segment length jitter as in the reference implementation
 (bptt, halved 5 % of the time, plus N(0, 5) noise); LAMB with a minimum trust ratio (0.25);
 linear warm-up then a constant rate; gradient clipping; the over-parameterized value gate,
-collapsed at export. bf16 autocast on CPU keeps fp32 master weights.
+collapsed at export. bf16 autocast (on by default on a GPU) keeps fp32 master weights; the
+int8 export quantizes those, so it is exact however the run computed.
 
 Determinism: given the same options, a run split by `--resume` lands on the same weights as an
 uninterrupted one on CPU: the checkpoint holds weights, optimizer, step, both RNGs, the data
-position and the carried state. Wall-clock events (checkpoints, logging) never touch them.
+position and the carried state. Wall-clock events (checkpoints, logging) never touch them. On a
+GPU a resumed run continues from the same state, but cuDNN's kernels are not bit-reproducible,
+so the weights drift apart from an uninterrupted run's as two GPU runs' do. The checkpoint is
+stored in pieces (checkpoint.py) so that it comes back from a lent GPU machine, and resumes on
+either device.
 
 Under `torchrun --nproc_per_node=N` the same command trains with DistributedDataParallel
 (gloo on CPU, nccl on CUDA): every rank reads its own streams; rank 0 writes checkpoints and
@@ -35,9 +40,11 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from . import checkpoint as pieces
 from .data import ByteStreams, Corpus
 from ..errors import ShazipError, UsageError
 from ..config import PRESETS, get_config
+from ..options import DEVICES
 from ..model import SHARNN, State
 from ..modelfile import load_model, save_model
 from .optim import make_optimizer
@@ -72,7 +79,8 @@ class TrainArgs:
     eval_every: int = 500
     log_every: int = 20
     threads: int | None = None
-    bf16: bool = False
+    device: str = "auto"
+    bf16: bool | None = None  # None: on where the device is a GPU
     seed: int = 1234
     resume: bool = False
     progress: bool = True
@@ -109,9 +117,10 @@ def evaluate(model: SHARNN, corpus: Corpus, lo: int, hi: int, bptt: int, streams
     return total / max(count, 1)
 
 
-def _resolved(paths) -> list[str]:
-    """Corpus files as absolute paths: a resume may name them relative to another folder."""
-    return [str(Path(p).resolve()) for p in paths]
+def corpus_identity(paths, corpus: Corpus) -> list[list]:
+    """Each corpus file's name and (decompressed) size: what a resume must find again. Not the
+    path: a run checkpointed on a GPU machine resumes here with its texts in another folder."""
+    return [[Path(p).name, len(part)] for p, part in zip(paths, corpus.parts)]
 
 
 def lr_at(args: TrainArgs, step: int) -> float:
@@ -122,12 +131,6 @@ def lr_at(args: TrainArgs, step: int) -> float:
     if args.cooldown and args.steps is not None:
         lr *= min(1.0, (args.steps - step) / args.cooldown)
     return lr
-
-
-def atomic_save(obj, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
 
 
 class Stop:
@@ -179,16 +182,28 @@ def train(args: TrainArgs) -> dict:
             dist.destroy_process_group()
 
 
+def train_device(name: str) -> torch.device:
+    """"cpu", "cuda" (a GPU, or an error) or "auto" (a GPU where torch sees one); under torchrun
+    each rank takes the GPU of its LOCAL_RANK."""
+    if name not in DEVICES:
+        raise UsageError(f"unknown device '{name}' (choose {', '.join(DEVICES)})")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: torch sees no CUDA device (a CPU build of torch, or no GPU)")
+    if name == "cpu" or not torch.cuda.is_available():
+        return torch.device("cpu")
+    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+
+
 def _train(args: TrainArgs, stop: Stop) -> dict:
     ddp = int(os.environ.get("WORLD_SIZE", "1")) > 1
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if torch.cuda.is_available() else torch.device("cpu")
+    device = train_device(args.device)
+    bf16 = device.type == "cuda" if args.bf16 is None else args.bf16
     if ddp:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     rank, world = (dist.get_rank(), dist.get_world_size()) if ddp else (0, 1)
     if args.threads:
         torch.set_num_threads(args.threads)
     out = Path(args.out)
-    ckpt_path = out / "checkpoint.pt"
     if rank == 0:
         out.mkdir(parents=True, exist_ok=True)
 
@@ -238,21 +253,23 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
     step, bytes_seen, state = 0, 0, model.init_state(args.batch, device)
 
     if args.resume:
-        if not ckpt_path.exists():
-            raise UsageError(f"--resume: no checkpoint at {ckpt_path}")
-        ck = torch.load(ckpt_path, map_location=device, weights_only=False)
+        if not pieces.exists(out):
+            raise UsageError(f"--resume: no checkpoint in {out} ({pieces.MANIFEST})")
+        ck = pieces.load(out, device)
         if ck["config"] != cfg.to_dict() or ck["batch"] != args.batch or ck["world"] != world \
-                or _resolved(ck["corpus"]) != _resolved(args.corpus) or ck["valid_bytes"] != args.valid_bytes:
-            raise UsageError(f"--resume: checkpoint {ckpt_path} was made with a different config, corpus, "
+                or ck["corpus"] != corpus_identity(args.corpus, corpus) or ck["valid_bytes"] != args.valid_bytes:
+            raise UsageError(f"--resume: the checkpoint in {out} was made with a different config, corpus, "
                              f"batch or world size")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         rng.bit_generator.state = ck["numpy_rng"]
         torch.set_rng_state(ck["torch_rng"])
+        if device.type == "cuda" and ck.get("cuda_rng") is not None:  # dropout's draws on the GPU
+            torch.cuda.set_rng_state(ck["cuda_rng"], device)
         step, bytes_seen, streams.pos = ck["step"], ck["bytes_seen"], ck["data_pos"]
         h, c, mem = ck["carried"][rank]
         state = State([(a.to(device), b.to(device)) for a, b in zip(h, c)], mem.to(device))
-    elif rank == 0 and ckpt_path.exists():
+    elif rank == 0 and pieces.exists(out):
         raise UsageError(f"{out} already holds a checkpoint: pass --resume to continue it or choose another --out")
 
     net = torch.nn.parallel.DistributedDataParallel(model) if ddp else model
@@ -261,7 +278,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
     if rank == 0 and args.progress:
         until = " and ".join(x for x in (f"step {args.steps}" if args.steps is not None else "",
                                          f"{args.minutes} minutes" if args.minutes is not None else "") if x)
-        print(f"training {cfg.d_model}x{cfg.n_layers}, memory {cfg.mem_len}, from step {step}, until "
+        print(f"training {cfg.d_model}x{cfg.n_layers}, memory {cfg.mem_len}, on {device}"
+              f"{' (bf16 autocast)' if bf16 else ''}, from step {step}, until "
               f"{until or 'Ctrl-C (no --steps or --minutes)'}; {args.valid_bytes:,} bytes held out",
               file=sys.stderr, flush=True)
     t_start = t_ckpt = t_log = time.time()
@@ -277,12 +295,13 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         else:
             gathered = [carried]
         if rank == 0:
-            atomic_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "config": cfg.to_dict(),
-                         "batch": args.batch, "world": world, "corpus": _resolved(args.corpus),
+            pieces.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "config": cfg.to_dict(),
+                         "batch": args.batch, "world": world, "corpus": corpus_identity(args.corpus, corpus),
                          "valid_bytes": args.valid_bytes, "step": step, "bytes_seen": bytes_seen,
                          "data_pos": streams.pos, "numpy_rng": rng.bit_generator.state,
-                         "torch_rng": torch.get_rng_state(), "carried": gathered, "args": asdict(args)},
-                        ckpt_path)
+                         "torch_rng": torch.get_rng_state(),
+                         "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                         "carried": gathered, "args": asdict(args)}, out)
 
     def agreed(flag: bool) -> bool:
         """True on every rank if true on any: ranks must take collective paths together."""
@@ -310,7 +329,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         x = torch.from_numpy(batch.astype(np.int64)).to(device)
         for g in opt.param_groups:
             g["lr"] = lr_at(args, step)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             logits, new_state = net(x[:, :-1], state)
         loss = bits_per_byte(logits, x[:, 1:])
         opt.zero_grad(set_to_none=True)
@@ -320,12 +339,12 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         state = new_state.detach()
         step += 1
         bytes_seen += seq_len * args.batch * world
-        log_bits += loss.item() * seq_len * args.batch
+        log_bits += loss.detach().double() * (seq_len * args.batch)  # a tensor: no wait for the GPU each step
         log_bytes += seq_len * args.batch
 
         now = time.time()
         if rank == 0 and (step % args.log_every == 0 or step % args.eval_every == 0):
-            record = {"step": step, "bytes_seen": bytes_seen, "train_bpc": round(log_bits / log_bytes, 4),
+            record = {"step": step, "bytes_seen": bytes_seen, "train_bpc": round(float(log_bits) / log_bytes, 4),
                       **({"qat": True} if model.qat else {}),
                       "bytes_per_s": round(log_bytes * world / (now - t_log), 1), "lr": lr_at(args, step - 1),
                       "time": round(now - t_start, 1)}
@@ -379,7 +398,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
 
 @click.command("train")
 @click.argument("corpus", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--out", required=True, help="Run folder: checkpoint.pt, metrics.jsonl, NAME.safetensors.")
+@click.option("--out", required=True,
+              help="Run folder: the checkpoint (checkpoint.json and its pieces), metrics.jsonl, NAME.safetensors.")
 @click.option("--config", default="small", show_default=True,
               help=f"Model shape preset: {', '.join(PRESETS)} (ignored with --init).")
 @click.option("--name", default=None, help="Exported model name (default: the --out folder name).")
@@ -405,12 +425,15 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
               help="Decay the learning rate linearly over the last N of --steps.")
 @click.option("--int8", is_flag=True, help="Export the matrices as int8 rows + scales (the shipped form, ~4x smaller).")
 @click.option("--minutes", type=float, default=None, help="Stop after this much wall time (this run).")
-@click.option("--checkpoint-minutes", default=5.0, show_default=True, help="Save checkpoint.pt this often.")
+@click.option("--checkpoint-minutes", default=5.0, show_default=True, help="Save the checkpoint this often.")
 @click.option("--eval-every", default=500, show_default=True, help="Validation every N steps.")
 @click.option("--log-every", default=20, show_default=True, help="Log training bits/byte every N steps.")
 @click.option("--threads", type=int, default=None, help="torch CPU threads.")
-@click.option("--bf16/--fp32", default=False, show_default=True,
-              help="bf16 autocast, fp32 master weights (slower than fp32 on a CPU without AMX).")
+@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
+              help="cpu, cuda (a GPU), or auto (cuda where torch sees one).")
+@click.option("--bf16/--fp32", default=None,
+              help="bf16 autocast, fp32 master weights [default: on a GPU only; slower than fp32 on a CPU "
+                   "without AMX]. The int8 export is exact either way.")
 @click.option("--seed", default=1234, show_default=True, help="Seeds the weights and the segment jitter.")
 @click.option("--resume", is_flag=True, help="Continue the checkpoint in --out exactly.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
