@@ -36,3 +36,8 @@ def __getattr__(name: str):
         import importlib
         return getattr(importlib.import_module(f".{_API[name]}", __name__), name)
     raise AttributeError(f"module 'shazip' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names and the lazily imported API, for dir() and tab completion."""
+    return sorted(set(globals()) | set(_API))

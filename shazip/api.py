@@ -1,7 +1,7 @@
 """Python API: compress/decompress bytes or streams, block by block in bounded memory.
 
     import shazip
-    blob = shazip.compress(b"some text", model="default")
+    blob = shazip.compress(b"some text", 9, model="default")
     assert shazip.decompress(blob) == b"some text"
 
 Every failure is a `shazip.ShazipError` with a one-line message.
@@ -10,8 +10,10 @@ Every failure is a `shazip.ShazipError` with a one-line message.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import itertools
+import numbers
 import threading
 import zlib
 from dataclasses import dataclass, replace
@@ -117,6 +119,11 @@ class Compressor:
                  block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8",
                  adapt: str | AdaptiveParams = "cm", device: str = "cpu", methods: frozenset[Method] = ALL_METHODS,
                  frame_size: int = DEFAULT_FRAME_SIZE) -> None:
+        for name, value in (("level", level), ("lanes", lanes), ("block_size", block_size), ("threads", threads),
+                            ("frame_size", frame_size)):
+            if not (isinstance(value, numbers.Integral) and not isinstance(value, bool)) and not (
+                    name == "lanes" and value is None):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__!r}")
         if lanes is not None and not 1 <= lanes <= MAX_LANES:
             raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
         if not 1 <= block_size <= MAX_BLOCK_SIZE:
@@ -567,11 +574,22 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
     return total
 
 
-def compress(data: bytes, model: str | LoadedModel = "default", **kw) -> bytes:
-    """Compresses bytes in memory. Keyword arguments as `Compressor`."""
+def compress(data: bytes, level: int = DEFAULT_LEVEL, **kw) -> bytes:
+    """Compresses bytes in memory at `level` (the second argument, as zlib's and zstd's). Keyword
+    arguments as `Compressor` (`model`, `lanes`, ...)."""
+    if isinstance(level, (str, LoadedModel)):
+        raise TypeError("the second argument is the level (1 .. 9, as zlib's); give a model as model=...")
+    _known_keywords("compress", kw, Compressor.__init__)
     out = io.BytesIO()
-    compress_stream(io.BytesIO(_bytes(data)), out, model, **kw)
+    compress_stream(io.BytesIO(_bytes(data)), out, level=level, **kw)
     return out.getvalue()
+
+
+def _known_keywords(caller: str, kw: dict, options: Callable) -> None:
+    """A keyword `options` does not take, named as the caller's own (not an inner function's)."""
+    unknown = set(kw) - set(inspect.signature(options).parameters)
+    if unknown:
+        raise TypeError(f"{caller}() got an unexpected keyword argument {sorted(unknown)[0]!r}")
 
 
 def _bytes(data) -> memoryview:
@@ -707,6 +725,7 @@ def _next_magic(src: BinaryIO, start: int, chunk: int = 1 << 20) -> int | None:
 def decompress(data: bytes, model: str | LoadedModel | None = None, **kw) -> bytes:
     """Decompresses whole archives (one, or several one after the other) in memory. Keyword
     arguments as `iter_decompress`."""
+    _known_keywords("decompress", kw, decompress_stream)
     out = io.BytesIO()
     decompress_stream(io.BytesIO(_bytes(data)), out, model, **kw)
     return out.getvalue()

@@ -55,6 +55,9 @@ class ShazipFile(io.BufferedIOBase):
             compressor = Compressor(model or "default", threads=threads, **options)  # file is touched
         if isinstance(file, (str, bytes, os.PathLike)):
             self._fp, self._own = builtins.open(file, mode + "b"), True
+        elif not hasattr(file, "read" if mode == "r" else "write"):  # as lzma.open: not later, at the first read
+            raise TypeError("file must be a str, bytes or PathLike name, or a file object, "
+                            f"not {type(file).__name__!r}")
         else:
             self._fp, self._own = file, False
         self._mode = mode

@@ -401,3 +401,30 @@ def test_tarfile_random_access_mode(trained, text, tmp_path):
         assert tar.extractfile("a.xml").read() == members["a.xml"]
         tar.extract("a.xml", tmp_path / "out", filter="data")
     assert (tmp_path / "out" / "a.xml").read_bytes() == members["a.xml"]
+
+
+def test_dir_shows_the_lazy_api():
+    assert {"compress", "decompress", "open", "Compressor", "ShazipFile", "iter_decompress"} <= set(dir(shazip))
+
+
+def test_level_is_the_second_argument(trained):
+    data = b"the level comes second, as in zlib.compress(data, 9) " * 20
+    assert shazip.compress(data, 1, model=trained) == shazip.compress(data, level=1, model=trained)
+    assert shazip.compress(data, 1, model=trained) != shazip.compress(data, 2, model=trained)
+    with pytest.raises(TypeError, match="second argument is the level"):
+        shazip.compress(data, "default")
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda: shazip.Compressor(level="9"), "level must be an int"),
+    (lambda: shazip.Compressor(lanes="x"), "lanes must be an int"),
+    (lambda: shazip.Compressor(block_size=2.5), "block_size must be an int"),
+    (lambda: shazip.compress(b"x", levl=9), "compress() got an unexpected keyword argument 'levl'"),
+    (lambda: shazip.decompress(b"", modle="default"), "decompress() got an unexpected keyword argument 'modle'"),
+    (lambda: shazip.open(7), "file must be"),
+    (lambda: shazip.open(123.5, "wb"), "file must be"),
+])
+def test_argument_errors_are_type_errors_at_the_call(call, named):
+    with pytest.raises(TypeError) as e:
+        call()
+    assert named in str(e.value)
