@@ -303,9 +303,9 @@ class Commands(click.Group):
     compressing and decompressing never load training or benchmark code, and the help lists
     them from the summaries below without loading torch."""
 
-    LAZY = {"train": ("shazip.train.trainer", "train_command", "Train a SHA-RNN on CORPUS files (plain or .zst)..."),
-            "bench": ("shazip.bench.command", "bench", "Benchmark shazip beside zstd, xz, bzip2, gzip, brotli,..."),
-            "fetch-enwik8": ("shazip.bench.command", "fetch_enwik8", "Download enwik8 into DIRECTORY (needs the...")}
+    LAZY = {"train": ("shazip.train.trainer", "train_command", "train", "Train a SHA-RNN on your own text."),
+            "bench": ("shazip.bench.command", "bench", "bench", "Benchmark shazip beside the classic compressors."),
+            "fetch-enwik8": ("shazip.bench.command", "fetch_enwik8", "bench", "Download enwik8 (checked by sha256).")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*(n for n, c in self.commands.items() if not c.hidden), *self.LAZY])
@@ -321,12 +321,17 @@ class Commands(click.Group):
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.LAZY:
-            module, attr, _ = self.LAZY[name]
-            return getattr(importlib.import_module(module), attr)
+            module, attr, extra, _ = self.LAZY[name]
+            try:
+                return getattr(importlib.import_module(module), attr)
+            except ModuleNotFoundError as e:  # a tool's dependency, left out of a plain install
+                click.echo(f"shazip: `shazip {name}` needs {e.name}, which is not installed: "
+                           f"pip install 'shazip[{extra}]'", err=True)
+                sys.exit(2)
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, self.LAZY[name][2] if name in self.LAZY else
+        rows = [(name, self.LAZY[name][3] if name in self.LAZY else
                  self.commands[name].get_short_help_str(formatter.width - 6 - len(name)))
                 for name in self.list_commands(ctx)]
         with formatter.section("Commands"):

@@ -176,11 +176,22 @@ def check_replayable(kind: type[IntEngine] | type[FloatEngine], threads: int) ->
                          f"this machine has {os.cpu_count()} CPUs")
 
 
+def need_torch(what: str):
+    """torch, or a one-line error naming what needs it and how to install it (a CPU-only install
+    of shazip has no torch)."""
+    try:
+        import torch
+    except ImportError:
+        raise UsageError(f"{what} needs torch, which is not installed: pip install 'shazip[train]' "
+                         "(README, \"Install\", for the CPU wheel)") from None
+    return torch
+
+
 @contextmanager
 def torch_threads(n: int | None) -> Iterator[None]:
     """torch's thread count is process-wide: set it for one call, then put it back. Only the
     torch engines (float32, the twin) use it: it imports torch."""
-    import torch
+    torch = need_torch("the float32 engine")
     old = torch.get_num_threads()
     if n:
         torch.set_num_threads(n)

@@ -11,7 +11,7 @@ from .enwik8 import ENWIK8_URL
 from .enwik8 import fetch_enwik8 as fetch
 from ..errors import UsageError
 from ..options import DEFAULT_LEVEL
-from .runner import SPLITS, Setup, markdown, suite_markdown
+from .runner import SPLITS, Setup, core_source, markdown, suite_markdown
 from .runner import bench as run_bench
 from .runner import bench_suite as run_suite
 
@@ -33,16 +33,19 @@ from .runner import bench_suite as run_suite
 @click.option("--out", type=click.Path(path_type=Path), default=Path("bench-results"), show_default=True,
               help="Folder for bench.json, bench.md and bench.png.")
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
-              help="Also run zstd, xz, bzip2 and gzip.")
+              help="Also run the peers installed: zstd, xz, bzip2, gzip, brotli, zpaq, 7-Zip PPMd, paq8px.")
 def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, model: str, lanes: int,
           threads: int, adapt: str, level: int, out: Path, baselines: bool) -> None:
-    """Benchmark shazip beside zstd, xz, bzip2, gzip, brotli, zpaq, 7-Zip PPMd and paq8px (those
-    installed) on one file: sizes, speeds, memory, round trips, model cross-entropy and
-    Hutter-style totals; or, with --suite, on every file of a folder."""
+    """Benchmark shazip beside the classic compressors. zstd, xz, bzip2, gzip, brotli, zpaq, 7-Zip
+    PPMd and paq8px (those installed) on one file: sizes, speeds, memory, round trips, model cross-entropy and
+    Hutter-style totals; or, with --suite, on every file of a folder. Run it from a source
+    checkout: the totals count the native core's C++ (csrc/). --threads 1 by default (the
+    command line's default is every core), so speeds compare one core with one core."""
 
     def body() -> None:
         if (data is None) == (suite is None):
             raise UsageError("give either --data FILE or --suite DIR")
+        core_source()  # before minutes of work
         setup = Setup(model, lanes, threads, adapt, level)
         if suite is not None:
             result = run_suite(suite, out, setup, log=lambda m: click.echo(m, err=True))
@@ -61,5 +64,5 @@ def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, 
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--url", default=ENWIK8_URL, show_default=True, help="Where enwik8.zip is downloaded from.")
 def fetch_enwik8(directory: Path, url: str) -> None:
-    """Download enwik8 into DIRECTORY (needs the internet); its sha256 is verified, a mismatch refused."""
+    """Download enwik8 (checked by sha256). Into DIRECTORY; needs the internet; a mismatch is refused."""
     run_command(lambda: click.echo(f"wrote {fetch(directory, url)} (sha256 verified)"))

@@ -273,8 +273,7 @@ def _zip(files: dict[str, bytes]) -> bytes:
 
 def package_source() -> dict[str, bytes]:
     """Every source file of the shazip package (Python, and the native core's C++ in csrc/)."""
-    root = Path(__file__).parent.parent
-    csrc = root.parent / "csrc"
+    root, csrc = Path(__file__).parent.parent, core_source()
     return ({f"shazip/{p.relative_to(root)}": p.read_bytes() for p in sorted(root.rglob("*.py"))}
             | {f"csrc/{p.relative_to(csrc)}": p.read_bytes() for p in sorted(csrc.rglob("*")) if p.is_file()})
 
@@ -290,6 +289,15 @@ def decoder_modules(archive: Path, model: str) -> list[str]:
     return sorted(n for n in names if n == "shazip" or n.startswith("shazip."))
 
 
+def core_source() -> Path:
+    """The native core's C++ (csrc/), which only a source checkout has beside the package."""
+    csrc = Path(__file__).parent.parent.parent / "csrc"
+    if not csrc.is_dir():
+        raise UsageError("shazip bench counts the decompressor's source (the native core's csrc/) in its "
+                         "Hutter-style total: run it from a source checkout (README, \"Benchmark\")")
+    return csrc
+
+
 def decoder_source(modules: list[str]) -> dict[str, bytes]:
     """The source of those modules, the native core's C++ (csrc/) for `shazip._core`: the code
     part of a decompressor. Bundled models are counted apart, as the model file."""
@@ -297,10 +305,7 @@ def decoder_source(modules: list[str]) -> dict[str, bytes]:
     files = {}
     for name in modules:
         if name == "shazip._core":
-            csrc = root.parent / "csrc"
-            if not csrc.is_dir():
-                raise ShazipError("the native core's sources (csrc/) are not beside this install: run the benchmark "
-                                  "from a source checkout")
+            csrc = core_source()
             files |= {f"csrc/{f.relative_to(csrc)}": f.read_bytes() for f in sorted(csrc.rglob("*")) if f.is_file()}
             continue
         path = Path(importlib.util.find_spec(name).origin)
@@ -426,10 +431,11 @@ def _rows(src: Path, work: Path, n: int, setup: Setup, baselines: bool, log) -> 
     log(f"shazip ({n:,} bytes)...")
     rows.append(run_shazip(src, work, n, setup))
     for b in BASELINES if baselines else []:
+        if b.tool() is None and b.python is None:
+            log(f"{b.name} {b.level}: not installed, left out")
+            continue
         log(f"{b.name} {b.level}...")
-        row = run_baseline(b, src, work, n)
-        if row is not None:
-            rows.append(row)
+        rows.append(run_baseline(b, src, work, n))
     return [asdict(r) for r in rows]
 
 

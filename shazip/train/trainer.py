@@ -438,7 +438,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
 @click.option("--resume", is_flag=True, help="Continue the checkpoint in --out exactly.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 def train_command(quiet: bool, **kw) -> None:
-    """Train a SHA-RNN on CORPUS files (plain or .zst) and export a model file."""
+    """Train a SHA-RNN on your own text. CORPUS files are plain or .zst; the run ends in a model
+    file (NAME.safetensors in --out) that --model takes."""
     kw["corpus"] = tuple(kw["corpus"])
     try:
         train(TrainArgs(progress=not quiet, **kw))
