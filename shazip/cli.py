@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -55,11 +56,16 @@ ENDING_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGQUI
 
 
 class ProgressBar:
-    """`bytes done, KB/s` on stderr, and with a `total` (None: unknown) `%` and `ETA`; redrawn
-    at most 5 times a second; silent if stderr is not a terminal or with --quiet."""
+    """`NAME  MB done  KB/s  bits/byte`, with a known total also `%` and `ETA`, on stderr, redrawn
+    at most 5 times a second. The rate and ETA wait for the first second: the model's load and the
+    first block's start would make them wild. `show`: True always, False never, None where stderr
+    is a terminal. `written`: the output's bytes so far, for the ratio (compression)."""
 
-    def __init__(self, total: int | None, enabled: bool) -> None:
-        self.total, self.enabled, self.done = total, enabled and sys.stderr.isatty(), 0
+    def __init__(self, total: int | None, name: str, show: bool | None,
+                 written: Callable[[], int] | None = None) -> None:
+        self.total, self.done, self.written = total, 0, written
+        self.enabled = sys.stderr.isatty() if show is None else show
+        self.name = name if len(name) <= 32 else "..." + name[-29:]
         self.t0 = self.last = time.time()
         self.width = 0  # the longest line drawn: a shorter one is padded over it
 
@@ -68,12 +74,17 @@ class ProgressBar:
         now = time.time()
         if self.enabled and now - self.last >= 0.2:
             self.last = now
-            rate = self.done / max(now - self.t0, 1e-9)
-            line = f"\r{self.done / 1e6:8.2f} MB  {rate / 1e3:7.1f} KB/s"
+            line = f"\r{self.name}  {self.done / 1e6:8.2f} MB"
             if self.total:
-                pct = 100 * self.done / self.total
-                eta = max(self.total - self.done, 0) / max(rate, 1e-9)  # a forged trailer may undercount
-                line += f"  {pct:5.1f}%  ETA {int(eta) // 60}:{int(eta) % 60:02d}"
+                line += f"  {100 * self.done / self.total:5.1f}%"
+            if now - self.t0 >= 1:
+                rate = self.done / (now - self.t0)
+                line += f"  {rate / 1e3:7.1f} KB/s"
+                if self.total:
+                    eta = max(self.total - self.done, 0) / max(rate, 1e-9)  # a forged trailer may undercount
+                    line += f"  ETA {int(eta) // 60}:{int(eta) % 60:02d}"
+            if self.written is not None and self.done:
+                line += f"  {8 * self.written() / self.done:.3f} bits/byte"
             self.width = max(self.width, len(line))
             sys.stderr.write(line.ljust(self.width))
             sys.stderr.flush()
@@ -82,6 +93,11 @@ class ProgressBar:
         if self.enabled:
             sys.stderr.write("\r" + " " * max(self.width, 60) + "\r")
             sys.stderr.flush()
+
+
+def _show_bar(quiet: bool, progress: bool | None) -> bool | None:
+    """--progress / --no-progress say; else -q hides the bar, and it shows where stderr is a terminal."""
+    return progress if progress is not None else (False if quiet else None)
 
 
 def shown(name: str) -> str:
@@ -110,6 +126,8 @@ def _input(path: str, force: bool = False) -> Iterator[BinaryIO]:
     try:
         st = os.stat(path)
     except FileNotFoundError:
+        if os.path.islink(path):  # as gzip: a warning, and the other inputs go on (-r over a tree)
+            raise Skipped(f"{path}: a symbolic link to nothing ({os.readlink(path)}), skipped") from None
         raise FileTrouble(f"{path}: no such file") from None
     except OSError as e:
         raise FileTrouble(f"{path}: cannot read ({e.strerror})") from None
@@ -133,9 +151,11 @@ class _Sink:
 
     def __init__(self, f: BinaryIO, name: str) -> None:
         self._f, self._name = f, name
+        self.written = 0  # bytes so far (the progress bar's ratio)
 
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
+        self.written += len(view)
         try:
             while view:
                 n = self._f.write(view)
@@ -277,6 +297,8 @@ def _file_options(f: Callable) -> Callable:
         click.option("--rm", "remove", is_flag=True, help="Remove the input after success."),
         click.option("-f", "--force", is_flag=True, help="Overwrite an existing output."),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+        click.option("--progress/--no-progress", default=None,
+                     help="Show the progress bar even where stderr is not a terminal, or never."),
         click.option("-T", "--threads", default=0, show_default=True,
                      help="CPU threads: N frames coded at once, or a frame's lanes split N ways; 0: every "
                           "available core. The output does not depend on it (except with --engine float32)."),
@@ -317,6 +339,12 @@ class Commands(click.Group):
         if not args or (args[0] not in self.commands and args[0] not in self.LAZY
                         and args[0] not in ("-h", "--help", "-V", "--version")) or args[0] == "--":
             args = [FILES, *args]
+        elif os.path.isfile(args[0]):  # `shazip info` with a file named info here: the command wins
+            click.echo(f"shazip: '{args[0]}' is taken as the {args[0]} command; to compress the file of that "
+                       f"name: shazip -- {args[0]}", err=True)
+        for a in itertools.takewhile(lambda a: a != "--", args):
+            if len(a) > 2 and a[0] == "-" and a[1:].isdigit():  # click would read -10 as -1 -0
+                raise click.UsageError(f"no such level: {a} (the levels are -1 .. -9)", ctx)
         return super().parse_args(ctx, args)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
@@ -330,6 +358,29 @@ class Commands(click.Group):
                 sys.exit(2)
         return super().get_command(ctx, name)
 
+    # `shazip --help`: the file command's options (gzip's, xz's, zstd's) under these headings, in
+    # this order; every option of that command is under one (tests/test_cli.py checks it)
+    GROUPS = {"Operation": ("mode", "recover"),
+              "Where the output goes": ("to_stdout", "output", "keep", "remove", "force", "recursive", "suffix"),
+              "Level and model": ("level", "model", "lanes", "block_size", "frame_size", "adapt"),
+              "Machine": ("threads", "device", "scheduler"),
+              "Messages": ("quiet", "progress", "verbose", "version", "help")}
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """A gzip-grade page: usage, what it does, every option grouped, then the commands."""
+        formatter.write_usage(ctx.command_path, "[OPTION]... [FILE]...")
+        formatter.write_usage(ctx.command_path, "COMMAND [ARGS]...", prefix="   or: ")
+        self.format_help_text(ctx, formatter)
+        files = self.commands[FILES]
+        params = [*files.params, *self.params, self.get_help_option(ctx)]
+        with click.Context(files, info_name=ctx.info_name, parent=ctx) as sub:
+            for title, names in self.GROUPS.items():
+                rows = [r for name in names for p in params if p.name == name
+                        for r in [p.get_help_record(sub if p in files.params else ctx)] if r]
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+        self.format_commands(ctx, formatter)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, self.LAZY[name][3] if name in self.LAZY else
                  self.commands[name].get_short_help_str(formatter.width - 6 - len(name)))
@@ -341,20 +392,11 @@ class Commands(click.Group):
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="shazip")
 def main() -> None:
-    """shazip: neural text compression (a SHA-RNN byte model, an adaptive context-mixing stage
-    and an arithmetic coder).
-
-    \b
-    As gzip, xz and zstd:
-      shazip FILE...        compress each FILE to FILE.shz (the input is kept; --rm removes it)
-      shazip -d FILE.shz... decompress (also: unshazip); -c to standard output (shazcat)
-      shazip -t FILE.shz... decode and verify, write nothing;  -l: list the archive
-      shazip                with no FILE or with -: a filter, standard input to standard output
-      -k keep (the default), -f overwrite, -o NAME (one input), -S .SUF suffix, -r recurse into directories,
-      -1 .. -9 levels: -1 (--fast) the adaptive stage alone, -6 the default, -9 (--best) the smallest
-      -T N threads (0: all cores), -q quiet, -v verbose; --model, --lanes, --block-size, --frame-size, --adapt,
-      --device
-    Or the commands below (`shazip COMMAND --help`)."""
+    """Compress or decompress FILEs with a neural text model (a SHA-RNN byte model, an adaptive
+    context-mixing stage and an arithmetic coder), as gzip, xz and zstd do: each FILE becomes
+    FILE.shz and is kept (--rm removes it); -d turns FILE.shz back into FILE (also: unshazip;
+    shazcat writes to standard output). With no FILE, or FILE -, standard input goes to standard
+    output. The commands below have their own --help."""
 
 
 @main.command()
@@ -373,27 +415,27 @@ def main() -> None:
               help="int8: integer-exact, decodes on any machine. float32: reference; decodes only "
                    "on this machine with the same --threads.")
 def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, level: int,
-             model: str, lanes: int, block_size: int, frame_size: int, threads: int, device: str, quiet: bool, adapt: str,
-             engine: str) -> None:
+             model: str, lanes: int, block_size: int, frame_size: int, threads: int, device: str, quiet: bool,
+             progress: bool | None, adapt: str, engine: str) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
 
     coding = dict(model=model, level=level, lanes=lanes or None, block_size=block_size, frame_size=frame_size,
                   threads=threads, engine=engine, adapt=adapt, device=device)
     run_command(lambda: compress_file(file, _destination(file, output, to_stdout, lambda s: s + SUFFIX), force,
-                                      _removing(keep, remove), quiet, coding))
+                                      _removing(keep, remove), _show_bar(quiet, progress), coding))
 
 
-def compress_file(file: str, dest: str | None, force: bool, remove: bool, quiet: bool, coding: dict) -> None:
-    """FILE ("-": standard input) to dest (None: standard output)."""
+def compress_file(file: str, dest: str | None, force: bool, remove: bool, bar: bool | None, coding: dict) -> None:
+    """FILE ("-": standard input) to dest (None: standard output). `bar`: as ProgressBar's `show`."""
     if dest is None and _standard("stdout").isatty() and not force:
         raise FileTrouble("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
     from .api import compress_stream
     from .modelfile import load_model
     loaded = load_model(coding["model"])  # before creating any output: a missing model leaves nothing behind
     with _input(file, force) as src, _output(dest, force, None if file == "-" else file) as dst:
-        bar = ProgressBar(_size(file), not quiet)
-        compress_stream(src, dst, loaded, progress=bar, **{k: v for k, v in coding.items() if k != "model"})
-        bar.close()
+        progress = ProgressBar(_size(file), _named(file), bar, lambda: dst.written)
+        compress_stream(src, dst, loaded, progress=progress, **{k: v for k, v in coding.items() if k != "model"})
+        progress.close()
     if remove and file != "-" and dest is not None:
         os.unlink(file)
 
@@ -468,20 +510,27 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("-k", "--keep", is_flag=True, help="Keep the inputs (the default).")
 @click.option("--rm", "remove", is_flag=True, help="Remove each input after success.")
 @click.option("-f", "--force", is_flag=True, help="Overwrite outputs; write compressed data to a terminal.")
-@click.option("-o", "--output", help="Output file (one input only).")
+@click.option("-o", "--output", metavar="FILE", help="Output file (one input only).")
 @click.option("-r", "--recursive", is_flag=True, help="Process the files in directories.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar, no warnings (the exit status still says).")
+@click.option("--progress/--no-progress", default=None,
+              help="Show the progress bar even where stderr is not a terminal, or never.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what each file became.")
-@click.option("-T", "--threads", default=0, show_default=True,
+@click.option("-T", "--threads", default=0, show_default=True, metavar="N",
               help="CPU threads: N frames coded at once, or a frame's lanes split N ways; 0: every available core.")
 @click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True, help="Where the int8 engine runs: cpu (the native core), cuda (a GPU, through torch with CUDA), auto (cuda where there is one). Archives are the same bytes on every device.")
 @_level_options
-@click.option("--model", default=None, help="Model name or file [compress: default].")
-@click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
-@click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True)
-@click.option("--frame-size", default=DEFAULT_FRAME_SIZE, show_default=True, help=FRAME_HELP)
-@click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True)
-@click.option("-S", "--suffix", default=SUFFIX, show_default=True, help="The archives' file name suffix.")
+@click.option("--model", default=None, metavar="NAME|FILE",
+              help="A model by name (`shazip models`) or file [compress: default; decompress: the one the "
+                   "archive names].")
+@click.option("--lanes", default=0, show_default=True, metavar="N", help=LANES_HELP)
+@click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, metavar="BYTES",
+              help="Input bytes per block, each coded by the best of the model, zstd and storing.")
+@click.option("--frame-size", default=DEFAULT_FRAME_SIZE, show_default=True, metavar="BYTES", help=FRAME_HELP)
+@click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True,
+              help="cm: the adaptive stage learns the file as it is coded; none: the model alone.")
+@click.option("-S", "--suffix", default=SUFFIX, show_default=True, metavar=".SUF",
+              help="The archives' file name suffix.")
 @click.option("--recover", is_flag=True, help="Decompress: write every intact frame of a damaged archive, name "
               "the byte ranges lost, and exit 1.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
@@ -489,7 +538,8 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
                    "its workers (pip install 'shazip[dask]'). FILE and its output must be paths every worker "
                    "sees, or fsspec URLs.")
 def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
-                  output: str | None, recursive: bool, quiet: bool, verbose: bool, threads: int, device: str,
+                  output: str | None, recursive: bool, quiet: bool, progress: bool | None, verbose: bool, threads: int,
+                  device: str,
                   level: int, model: str | None, lanes: int, block_size: int, frame_size: int, adapt: str, recover: bool,
                   scheduler: str | None, suffix: str) -> None:
     """gzip-style use: every FILE in turn; one bad file does not stop the others, and the exit
@@ -501,6 +551,7 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
                    (lambda f: f.endswith(suffix)) if archives_only else (lambda f: not f.endswith(suffix)))
     coding = dict(model=model or "default", level=level, lanes=lanes or None, block_size=block_size,
                   frame_size=frame_size, threads=threads, engine="int8", adapt=adapt, device=device)
+    bar = _show_bar(quiet, progress)
 
     def one(file: str) -> None:
         dest = None
@@ -509,13 +560,13 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
                 click.echo()
             _list(file, as_json=False, several=len(inputs) > 1)
         elif mode == "test":
-            decompress_file(file, None, force, False, quiet, model, threads, device, test=True)
+            decompress_file(file, None, force, False, bar, model, threads, device, test=True)
         elif mode == "decompress":
             dest = _destination(file, output, to_stdout, lambda src: _strip_suffix(src, suffix))
             if scheduler:
                 _on_cluster(scheduler, file, dest, force, None, model, device)
             else:
-                decompress_file(file, dest, force, remove, quiet, model, threads, device, recover=recover)
+                decompress_file(file, dest, force, remove, bar, model, threads, device, recover=recover)
         else:
             if file.endswith(suffix) and not force:
                 raise Skipped(f"{file}: already has the {suffix} suffix -- unchanged (-f compresses it again)")
@@ -523,7 +574,7 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
             if scheduler:
                 _on_cluster(scheduler, file, dest, force, coding, None, device)
             else:
-                compress_file(file, dest, force, remove, quiet, coding)
+                compress_file(file, dest, force, remove, bar, coding)
         if verbose and file != "-":
             click.echo(f"{file}: " + (_summary(file, dest, mode == "compress") if mode in ("compress", "decompress")
                                       else "OK"), err=True)
@@ -537,7 +588,8 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
             try:
                 one(file)
             except ShazipError as e:
-                click.echo(f"shazip: {shown(_naming(file, str(e)))}", err=True)
+                if not (quiet and isinstance(e, Skipped)):  # -q silences warnings, as gzip's
+                    click.echo(f"shazip: {shown(_naming(file, str(e)))}", err=True)
                 worst = _worse(worst, e.exit_code)
             except OSError as e:
                 if isinstance(e, BrokenPipeError):
@@ -557,6 +609,11 @@ def _worse(a: int, b: int) -> int:
     """The worse of two exit statuses, as gzip ranks them: an error (1) over a warning (2, an
     input skipped) over success (0)."""
     return max(a, b, key=lambda code: (code != 0, code != Skipped.exit_code))
+
+
+def _named(file: str) -> str:
+    """How a file is named on the progress line."""
+    return "standard input" if file == "-" else shown(file)
 
 
 def _naming(file: str, message: str) -> str:
@@ -581,7 +638,7 @@ def _summary(src: str, dest: str | None, compressed: bool) -> str:
     a, b = os.path.getsize(src), os.path.getsize(dest)
     plain, packed = (a, b) if compressed else (b, a)
     rate = f" ({8 * packed / plain:.3f} bits/byte)" if plain else ""
-    return f"{a:,} -> {b:,} bytes{rate}, {dest}"
+    return f"{a:,} -> {_count(b, 'byte')}{rate}, {dest}"
 
 
 def unshazip() -> None:
@@ -608,11 +665,12 @@ def _strip_suffix(src: str, suffix: str = SUFFIX) -> str:
 @click.option("--recover", is_flag=True, help="Decompress: write every intact frame of a damaged archive, name "
               "the byte ranges lost, and exit 1.")
 def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool,
-               model: str | None, recover: bool, threads: int, device: str, quiet: bool) -> None:
+               model: str | None, recover: bool, threads: int, device: str, quiet: bool, progress: bool | None) -> None:
     """Decompress FILE.shz (or - for standard input) to FILE."""
 
     run_command(lambda: decompress_file(file, _destination(file, output, to_stdout, _strip_suffix), force,
-                                        _removing(keep, remove), quiet, model, threads, device, recover=recover))
+                                        _removing(keep, remove), _show_bar(quiet, progress), model, threads, device,
+                                        recover=recover))
 
 
 class _Discard(io.RawIOBase):
@@ -625,7 +683,7 @@ class _Discard(io.RawIOBase):
         return len(b)
 
 
-def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quiet: bool, model: str | None,
+def decompress_file(file: str, dest: str | None, force: bool, remove: bool, bar: bool | None, model: str | None,
                     threads: int, device: str = "cpu", test: bool = False, recover: bool = False) -> None:
     """FILE.shz ("-": standard input) to dest (None: standard output); with `test`, decode and
     verify every block, write nothing; with `recover`, write every intact frame of a damaged
@@ -640,15 +698,15 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quie
     out = contextlib.nullcontext(_Discard()) if test else _output(dest, force, None if file == "-" else file)
     lost = []
     with _input(file, force) as src, out as dst:
-        bar = ProgressBar(declared_size(src), not quiet)
+        progress = ProgressBar(declared_size(src), _named(file), bar)
         try:
             if recover:
-                lost = recover_stream(src, dst, loaded, progress=bar, threads=threads, device=device)
+                lost = recover_stream(src, dst, loaded, progress=progress, threads=threads, device=device)
             else:
-                decompress_stream(src, dst, loaded, progress=bar, threads=threads, device=device)
+                decompress_stream(src, dst, loaded, progress=progress, threads=threads, device=device)
         except ArchiveError as e:  # name the user's file: "f.shz: archive is truncated"
             raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
-        bar.close()
+        progress.close()
     for i, x in enumerate(lost):  # the output is complete with what could be saved
         line = (f"{file}: lost archive bytes {x.start}-{x.end} (output from byte {x.output_at} on is missing data "
                 f"there): {x.reason}")
@@ -664,8 +722,8 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, quie
 @click.argument("file")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def info(file: str, as_json: bool) -> None:
-    """Print the header and block table of an archive (of each, for a concatenation of them;
-    --json: one object, or a list of them)."""
+    """Print an archive's header and block table (as -l). Of each archive, for a concatenation
+    of them; --json: one object, or a list of them."""
     run_command(lambda: _list(file, as_json))
 
 
@@ -691,20 +749,26 @@ def _list(file: str, as_json: bool, several: bool = False) -> None:
         _list_one(d)
 
 
+def _count(n: int, unit: str) -> str:
+    """"1 byte", "2,048 bytes"."""
+    return f"{n:,} {unit}{'' if n == 1 else 's'}"
+
+
 def _list_one(d: dict) -> None:
     from .engines import BY_ID
     click.echo(f"format version {d['format_version']}, engine {d['engine']} "
                f"({BY_ID[d['engine']].description if d['engine'] in BY_ID else 'unknown'}) v{d['engine_version']}"
-               + (f", {d['threads']} threads" if d["threads"] else "")
+               + (f", {_count(d['threads'], 'thread')}" if d["threads"] else "")
                + (f", adaptive stage v{d['adapt_version']} (parameters {d['adapt_params']})" if d["adapt_version"]
                   else ", no adaptive stage"))
-    from .modelfile import bundled_names
-    known = bundled_names(bytes.fromhex(d["model_id"]))
-    name = d["model_name"] or (" / ".join(known) + " (bundled)" if known else "(not recorded, not bundled here)")
+    from .modelfile import installed_names
+    known = installed_names(bytes.fromhex(d["model_id"]))
+    name = d["model_name"] or (" / ".join(known) + " (installed)" if known else "(not recorded, not installed here)")
     click.echo(f"model {name}, id {d['model_id']}")
     ratio = 8 * d["archive_bytes"] / d["total_len"] if d["total_len"] else 0.0
-    click.echo(f"original {d['total_len']} bytes, archive {d['archive_bytes']} bytes ({ratio:.3f} bits/byte)")
-    click.echo(f"block size {d['block_size']}, lanes {d['lanes']}, {d['n_blocks']} blocks")
+    click.echo(f"original {_count(d['total_len'], 'byte')}, archive {_count(d['archive_bytes'], 'byte')} "
+               f"({ratio:.3f} bits/byte)")
+    click.echo(f"block size {d['block_size']:,}, lanes {d['lanes']}, {_count(d['n_blocks'], 'block')}")
     for b in d["blocks"]:
         click.echo(f"  block {b['index']}: {b['method']:5s} lanes {b['lanes']:4d} "
                    f"{b['orig_len']:10d} -> {b['payload_len']:10d}")
@@ -713,36 +777,45 @@ def _list_one(d: dict) -> None:
 
 
 @main.command()
-@click.option("--add", "add", type=click.Path(dir_okay=False), help="Bundle this model file.")
+@click.option("--add", "add", type=click.Path(dir_okay=False),
+              help="Add this model file to your models (SHAZIP_MODELS, else ~/.local/share/shazip/models): "
+                   "--model NAME then finds it, and so do archives that need it.")
 @click.option("--name", default=None, help="Name for --add (default: the name stored in the file).")
 @click.option("--bench", "bench_json", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="With --add: a bench.json of this model whose figures are recorded.")
-def models(add: str | None, name: str | None, bench_json: Path | None) -> None:
-    """List the bundled models (or bundle one with --add)."""
-    from .modelfile import bundle_model, bundled_index
+@click.option("--into-package", is_flag=True, help="With --add: into the installed package itself, as a "
+              "release of shazip bundles its models.")
+def models(add: str | None, name: str | None, bench_json: Path | None, into_package: bool) -> None:
+    """List the models (your own, then the bundled ones), or add one with --add."""
+    from .modelfile import BUNDLED_DIR, bundle_model, installed, user_models_dir
     if add:
         def body() -> None:
             try:
                 result = json.loads(bench_json.read_text()) if bench_json else None
             except (OSError, ValueError) as e:
                 raise UsageError(f"cannot read {bench_json}: {e}") from None
-            click.echo("bundled {name}: {sha256}".format(**bundle_model(add, name, result)))
+            entry = bundle_model(add, name, result, BUNDLED_DIR if into_package else None)
+            click.echo(f"added {entry['name']} to {entry['folder']}: {entry['sha256']}")
         run_command(body)
         return
-    if bench_json:
-        raise click.UsageError("--bench goes with --add")
-    idx = bundled_index()
-    if not idx:
-        click.echo("no bundled models")
-    for name, e in idx.items():
-        click.echo("\n".join(_describe_model(name, e)))
+    if bench_json or into_package:
+        raise click.UsageError("--bench and --into-package go with --add")
+
+    def body() -> None:
+        found = installed()
+        if not found:
+            click.echo("no models installed")
+        user = user_models_dir()
+        for name, (folder, e) in found.items():
+            click.echo("\n".join(_describe_model(name, e, "yours, in " + str(user) if folder == user else "bundled")))
+    run_command(body)
 
 
-def _describe_model(name: str, e: dict) -> list[str]:
+def _describe_model(name: str, e: dict, where: str) -> list[str]:
     f = dict(e.get("figures", {}))
     b = f.pop("bench", None)
-    lines = [f"{name}: {e['file']}, {e.get('bytes', 0) / 1e6:.1f} MB, {e.get('params', 0) / 1e6:.2f}M params "
-             f"({f.pop('config_name', '?')}), id {e['sha256']}"]
+    lines = [f"{name} ({where}): {e['file']}, {e.get('bytes', 0) / 1e6:.1f} MB, {e.get('params', 0) / 1e6:.2f}M "
+             f"params ({f.pop('config_name', '?')}), id {e['sha256']}"]
     if "bytes_seen" in f:
         before = f.pop("bytes_seen_before", 0)  # the warm start's own training, in earlier runs
         seen = f.pop("bytes_seen")

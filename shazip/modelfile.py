@@ -265,15 +265,44 @@ def model_from_bytes(blob: bytes, where: str, path: Path | None = None, read: bo
     return loaded
 
 
+def user_models_dir() -> Path:
+    """Where `shazip models --add` keeps a user's own models: $SHAZIP_MODELS, else the XDG data
+    folder ($XDG_DATA_HOME/shazip/models, ~/.local/share/shazip/models), which outlives upgrades
+    of the package."""
+    if os.environ.get("SHAZIP_MODELS"):
+        return Path(os.environ["SHAZIP_MODELS"])
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data) / "shazip" / "models"
+
+
+def _index(folder: Path) -> dict[str, dict]:
+    idx = folder / "index.json"
+    try:
+        return json.loads(idx.read_text()) if idx.exists() else {}
+    except (OSError, ValueError) as e:
+        raise ModelError(f"{idx}: the model index is unreadable ({e})") from None
+
+
 def bundled_index() -> dict[str, dict]:
-    idx = BUNDLED_DIR / "index.json"
-    return json.loads(idx.read_text()) if idx.exists() else {}
+    """The models shipped inside the package."""
+    return _index(BUNDLED_DIR)
 
 
-def bundle_model(src: str | Path, name: str | None = None, bench: dict | None = None) -> dict:
-    """Copies a model file into the package's bundled models and records its sha256 (used to
-    ship `default`; works on an editable or user-writable install). `bench`: a `shazip bench`
-    result for this very file, whose headline figures are recorded beside the trainer's."""
+def installed() -> dict[str, tuple[Path, dict]]:
+    """Every model a name finds, with its folder: the user's own (user_models_dir) before the
+    bundled ones, so a user's model of the same name is the one used."""
+    found = {name: (BUNDLED_DIR, e) for name, e in bundled_index().items()}
+    user = user_models_dir()
+    return found | {name: (user, e) for name, e in _index(user).items()}
+
+
+def bundle_model(src: str | Path, name: str | None = None, bench: dict | None = None,
+                 into: Path | None = None) -> dict:
+    """Copies a model file into a models folder (`into`: the user's by default; BUNDLED_DIR ships
+    it inside the package, as a release ships `default`) and records its sha256. `bench`: a
+    `shazip bench` result for this very file, whose headline figures are recorded beside the
+    trainer's."""
+    into = user_models_dir() if into is None else into
     path = Path(src)
     if not path.is_file():
         raise ModelError(f"model not found: '{src}'")
@@ -285,13 +314,16 @@ def bundle_model(src: str | Path, name: str | None = None, bench: dict | None = 
         figures["bench"] = bench_figures(bench, hashlib.sha256(blob).hexdigest())
     if not name.replace("-", "").replace("_", "").isalnum():
         raise ModelError(f"model name '{name}' must be letters, digits, '-' or '_'")
-    BUNDLED_DIR.mkdir(exist_ok=True)
-    _write_atomic(BUNDLED_DIR / f"{name}.safetensors", blob)
-    idx = bundled_index()
+    try:
+        into.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ModelError(f"{into}: cannot make the models folder ({e.strerror})") from None
+    _write_atomic(into / f"{name}.safetensors", blob)
+    idx = _index(into)
     idx[name] = {"name": name, "file": f"{name}.safetensors", "sha256": hashlib.sha256(blob).hexdigest(),
                  "bytes": len(blob), "params": loaded.num_params, "figures": figures}
-    _write_atomic(BUNDLED_DIR / "index.json", (json.dumps(idx, indent=2, sort_keys=True) + "\n").encode())
-    return idx[name]
+    _write_atomic(into / "index.json", (json.dumps(idx, indent=2, sort_keys=True) + "\n").encode())
+    return idx[name] | {"folder": str(into)}
 
 
 def bench_figures(result: dict, sha256: str) -> dict:
@@ -311,14 +343,22 @@ def bench_figures(result: dict, sha256: str) -> dict:
 
 
 def load_model(spec: str | os.PathLike = "default") -> LoadedModel:
-    """`spec` is a bundled model name or a path to a model file."""
-    idx = bundled_index()
+    """`spec` is an installed model's name (the user's own, then the bundled ones) or a path to a
+    model file."""
+    idx = installed()
     if isinstance(spec, str) and spec in idx:
-        path = BUNDLED_DIR / idx[spec]["file"]
-        blob = path.read_bytes()
-        if hashlib.sha256(blob).hexdigest() != idx[spec]["sha256"]:
-            raise ModelError(f"bundled model '{spec}' is damaged (sha256 mismatch); reinstall shazip")
-        return model_from_bytes(blob, f"model '{spec}'", path, read=False)  # checked when it was bundled
+        folder, entry = idx[spec]
+        path = folder / entry["file"]
+        try:
+            blob = path.read_bytes()
+        except OSError as e:
+            raise ModelError(f"model '{spec}': cannot read {path} ({e.strerror})") from None
+        if hashlib.sha256(blob).hexdigest() != entry["sha256"]:
+            raise ModelError(f"model '{spec}' is damaged (sha256 mismatch): "
+                             + ("reinstall shazip" if folder == BUNDLED_DIR else "add it again (shazip models --add)"))
+        loaded = model_from_bytes(blob, f"model '{spec}'", path, read=False)  # checked when it was bundled
+        loaded.name = spec  # what the user typed, not the name the file was trained under (`default`: "general")
+        return loaded
     path = Path(spec)
     if not path.is_file():
         known = ", ".join(sorted(idx)) or "none bundled"
@@ -352,20 +392,21 @@ def _read_file(path: Path) -> bytes:
 
 
 def find_model(name: str, model_id: bytes) -> LoadedModel:
-    """The bundled model whose id is (or, in format 3 archives, starts with) `model_id`, whatever
+    """The installed model whose id is (or, in format 3 archives, starts with) `model_id`, whatever
     it is called now: a model that was `default` when an archive was made stays installed under
     another name when a new default ships. `name` is what the archive recorded, for the message."""
-    matches = bundled_names(model_id)
-    if len(matches) != 1:
+    matches = installed_names(model_id)
+    found = installed()
+    if len({found[n][1]["sha256"] for n in matches}) != 1:  # none, or a prefix that is not one model's
         raise ModelError(f"this archive needs {model_label(name, model_id)}, which is not installed; "
                          f"pass it with --model PATH")
     return load_model(matches[0])
 
 
-def bundled_names(model_id: bytes) -> list[str]:
-    """The names under which the bundled models whose id is (or starts with) `model_id` are
-    installed: what a user types for the model an archive needs."""
-    return sorted(n for n, e in bundled_index().items() if bytes.fromhex(e["sha256"]).startswith(model_id))
+def installed_names(model_id: bytes) -> list[str]:
+    """The names under which the installed models whose id is (or starts with) `model_id` are
+    found (the user's own and the bundled ones): what a user types for the model an archive needs."""
+    return sorted(n for n, (_, e) in installed().items() if bytes.fromhex(e["sha256"]).startswith(model_id))
 
 
 def model_label(name: str, model_id: bytes) -> str:
@@ -376,6 +417,6 @@ def model_label(name: str, model_id: bytes) -> str:
 def stored_name(loaded: LoadedModel, compact: bool) -> str:
     """The model name an archive records. Format 3 (`compact`, as gzip -n leaves out file names)
     records none for a bundled model, which its id finds (whatever name the model file holds:
-    the bundled `default` calls itself `general`); a user's own model keeps its name, so that an
+    a bundled model's file may hold another name than its bundled one); a user's own model keeps its name, so that an
     archive needing it can say which."""
     return "" if compact and any(e["sha256"] == loaded.id_hex for e in bundled_index().values()) else loaded.name

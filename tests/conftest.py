@@ -23,6 +23,15 @@ DATA = Path(__file__).parent / "data"
 torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def own_models_folder(tmp_path_factory, monkeypatch) -> Path:
+    """Each test its own user models folder (`shazip models --add` writes there): a tester's own
+    models never change a test, and no test writes into the tester's home."""
+    folder = tmp_path_factory.mktemp("user-models")
+    monkeypatch.setenv("SHAZIP_MODELS", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def text() -> bytes:
     return (DATA / "wiki.xml").read_bytes()

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -235,7 +236,7 @@ def _decompress_on_a_terminal(monkeypatch, arc: Path, model: Path) -> tuple[str,
         m.setattr(sys, "stderr", term)
         m.setattr(cli, "time", SimpleNamespace(time=itertools.count().__next__))
         try:
-            cli.decompress_file(str(arc), str(arc.with_suffix("")), force=False, remove=False, quiet=False,
+            cli.decompress_file(str(arc), str(arc.with_suffix("")), force=False, remove=False, bar=None,
                                 model=str(model), threads=1)
         except ShazipError as e:
             error = e
@@ -247,9 +248,9 @@ def test_decompress_progress_has_percent_and_eta(tmp_path, monkeypatch, random_m
     arc = write(tmp_path, "z.shz", model_archive)
     drawn, error = _decompress_on_a_terminal(monkeypatch, arc, random_model_path)
     assert error is None and (tmp_path / "z").read_bytes() == ZEROS
-    percents = [float(m) for m in re.findall(r"([0-9.]+)%  ETA \d+:\d\d", drawn)]
+    percents = [float(m) for m in re.findall(r"([0-9.]+)% +[0-9.]+ KB/s  ETA \d+:\d\d", drawn)]
     assert len(percents) > 3 and percents == sorted(percents) and percents[-1] == 100.0, drawn[-200:]
-    assert drawn.endswith("\r" + " " * 60 + "\r")  # the bar is wiped at the end
+    assert re.search(r"\r {60,}\r$", drawn)  # the bar is wiped at the end
 
 
 def test_decompress_progress_without_a_trailer_to_trust(tmp_path, monkeypatch, random_model_path, model_archive,
@@ -510,7 +511,7 @@ def test_models_tell_a_warm_started_models_whole_training():
     from shazip.cli import _describe_model
     entry = {"file": "m.safetensors", "sha256": "ab" * 32, "figures": {"bytes_seen": 39_700_000, "steps": 5000,
                                                                        "bytes_seen_before": 175_200_000}}
-    text = "\n".join(_describe_model("m", entry))
+    text = "\n".join(_describe_model("m", entry, "bundled"))
     assert "trained on 39.7 MB in 5000 steps, warm-started from weights trained on 175.2 MB (214.9 MB in all)" in text
 
 
@@ -745,3 +746,55 @@ def test_verbose_says_what_each_file_became(tmp_path, random_model_path):
     assert_ok(r)
     size = (tmp_path / "v.txt.shz").stat().st_size
     assert f"{src}: 800 -> {size:,} bytes ({8 * size / 800:.3f} bits/byte), {src}.shz" in r.stderr
+
+
+# ---------------------------------------------------------------- the first hour (issue 49)
+
+def test_help_lists_every_option_in_80_columns():
+    from shazip.cli import FILES, Commands
+    r = run("--help")
+    assert_ok(r)
+    assert max(map(len, r.stdout.splitlines())) <= 80
+    files = main.commands[FILES]
+    grouped = {n for names in Commands.GROUPS.values() for n in names}
+    for p in files.params:
+        if isinstance(p, click.Argument):
+            continue
+        assert p.name in grouped, f"{p.name} is under no heading of shazip --help"
+        if not p.hidden:
+            assert all(opt in r.stdout for opt in p.opts), p.opts
+    for name in main.list_commands(None):
+        assert f"\n  {name} " in r.stdout, name
+
+
+def test_a_level_past_nine_is_named():
+    r = run("-10", "x")
+    assert r.exit_code == 2 and "no such level: -10 (the levels are -1 .. -9)" in r.stderr
+
+
+def test_recursing_skips_dangling_links_with_a_warning(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"real text\n" * 50)
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    r = run("-1", "-r", tmp_path)
+    assert r.exit_code == 2 and "gone: a symbolic link to nothing" in r.stderr
+    assert (tmp_path / "a.txt.shz").exists() and not (tmp_path / "gone.shz").exists()
+    (tmp_path / "a.txt.shz").unlink()
+    r = run("-1", "-r", "-q", tmp_path)  # -q silences warnings, as gzip's; the status still says one
+    assert r.exit_code == 2 and r.stderr == "" and (tmp_path / "a.txt.shz").exists()
+
+
+def test_a_file_named_like_a_command_is_pointed_out(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").write_bytes(b"not the command\n")
+    r = run("models")
+    assert_ok(r)
+    assert "shazip -- models" in r.stderr
+    assert_ok(run("-1", "--", "models"))
+    assert (tmp_path / "models.shz").exists()
+
+
+def test_listing_counts_in_words(tmp_path):
+    (tmp_path / "one").write_bytes(b"x")
+    assert_ok(run("-1", "-q", tmp_path / "one"))
+    r = run("-l", tmp_path / "one.shz")
+    assert "original 1 byte," in r.stdout and ", 1 block\n" in r.stdout

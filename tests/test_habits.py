@@ -60,7 +60,7 @@ def test_the_progress_line_leaves_no_stale_characters(monkeypatch):
 
     err = Tty()
     monkeypatch.setattr(sys, "stderr", err)
-    bar = ProgressBar(total=10**9, enabled=True)
+    bar = ProgressBar(total=10**9, name="big.txt", show=True)
     clock = [bar.t0]
     monkeypatch.setattr(time, "time", lambda: clock[0])
     for done, t in ((10**6, 1.0), (10**8, 2.0)):  # a slow start, then fast: the ETA shrinks
@@ -69,6 +69,26 @@ def test_the_progress_line_leaves_no_stale_characters(monkeypatch):
     lines = err.getvalue().split("\r")[1:]
     assert len(lines) == 2 and len(lines[1].rstrip()) < len(lines[0])  # the text got shorter (ETA 0:18, was 16:39)...
     assert len(lines[1]) == len(lines[0])  # ...and covers the longer line's last characters
+    assert all(line.startswith("big.txt  ") for line in lines)
+
+
+def test_the_progress_line_waits_a_second_for_its_rate_and_shows_the_ratio(monkeypatch):
+    err = io.StringIO()  # not a terminal: shown only because asked (--progress)
+    monkeypatch.setattr(sys, "stderr", err)
+    out = [0]
+    bar = ProgressBar(total=10**6, name="a.txt", show=True, written=lambda: out[0])
+    clock = [bar.t0]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    clock[0] += 0.5
+    out[0] = 1000
+    bar(40_000)  # half a second in: no rate, no ETA yet
+    clock[0] += 1.0
+    out[0] = 5000
+    bar(60_000)
+    first, second = err.getvalue().split("\r")[1:]
+    assert "KB/s" not in first and "ETA" not in first and "4.0%" in first and "0.200 bits/byte" in first
+    assert "ETA" in second and "66.7 KB/s" in second and "0.400 bits/byte" in second
+    assert ProgressBar(10, "x", None).enabled is False  # auto: stderr here is no terminal
 
 
 def test_bench_finds_7zip_under_debians_names(tmp_path, monkeypatch):

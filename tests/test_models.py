@@ -84,7 +84,7 @@ def test_non_finite_weights_are_refused(tmp_path, random_model_path):
 
 def test_a_damaged_bundled_model_is_refused(tmp_path, monkeypatch, random_model_path):
     monkeypatch.setattr(modelfile, "BUNDLED_DIR", tmp_path)
-    modelfile.bundle_model(random_model_path, "m")
+    modelfile.bundle_model(random_model_path, "m", into=tmp_path)
     assert load_model("m").model_id == modelfile.model_from_bytes(random_model_path.read_bytes(), "x").model_id
     blob = bytearray((tmp_path / "m.safetensors").read_bytes())
     blob[-1] ^= 1
@@ -143,16 +143,16 @@ def test_archives_of_an_earlier_default_decode_after_a_new_one_ships(tmp_path, m
     name; the archive's id, not its name, finds it."""
     import shazip
     monkeypatch.setattr(modelfile, "BUNDLED_DIR", tmp_path)
-    modelfile.bundle_model(random_model_path, "default")
+    modelfile.bundle_model(random_model_path, "default", into=tmp_path)
     data = text[:3000]
     from shazip.container import Method  # model-coded blocks (stored ones would decode without any model)
     archives = [shazip.compress(data, adapt="none", lanes=2, methods=frozenset({Method.MODEL})),
                 shazip.compress(data, lanes=2, methods=frozenset({Method.MIXED}))]
     assert archives[0][4] == archives[1][4] == 4
-    modelfile.bundle_model(random_model_path, "default-2026-11")  # the release keeps the old one...
+    modelfile.bundle_model(random_model_path, "default-2026-11", into=tmp_path)  # the release keeps the old one...
     trained_path = tmp_path / "trained.safetensors"
     modelfile.save_model(trained.model, trained_path, name="trained")
-    modelfile.bundle_model(trained_path, "default")  # ...and ships a new default
+    modelfile.bundle_model(trained_path, "default", into=tmp_path)  # ...and ships a new default
     assert load_model("default").model_id != load_model("default-2026-11").model_id
     for blob in archives:
         assert shazip.decompress(blob) == data
@@ -176,3 +176,35 @@ def test_every_bundled_model_decodes_with_defaults(text):
     for name in names:
         blob = shazip.compress(text[:1500], model=name, lanes=2, methods=frozenset({Method.MIXED}))
         assert shazip.decompress(blob) == text[:1500], name
+
+
+def test_a_users_own_model_is_found_by_name_and_by_the_archives_that_need_it(own_models_folder, trained,
+                                                                           random_model_path, text, tmp_path):
+    """`shazip models --add` keeps the model in the user's folder, never the package: --model NAME
+    finds it, it comes before a bundled model of the same name, and an archive made with it (which
+    records its name and id) decodes with no --model."""
+    from click.testing import CliRunner
+
+    import shazip
+    from shazip.cli import main
+    from shazip.container import Method
+    package = sorted(modelfile.BUNDLED_DIR.iterdir())
+    r = CliRunner().invoke(main, ["models", "--add", str(random_model_path), "--name", "mine"])
+    assert r.exit_code == 0 and str(own_models_folder) in r.stdout, r.output
+    assert (own_models_folder / "mine.safetensors").exists() and sorted(modelfile.BUNDLED_DIR.iterdir()) == package
+    assert load_model("mine").name == "mine"
+    blob = shazip.compress(text[:2000], model="mine", lanes=2, methods=frozenset({Method.MIXED}))
+    assert shazip.decompress(blob) == text[:2000]  # found by the id the archive records
+    listing = CliRunner().invoke(main, ["models"]).stdout
+    assert f"mine (yours, in {own_models_folder})" in listing
+    trained_path = tmp_path / "t.safetensors"
+    modelfile.save_model(trained.model, trained_path, name="t")
+    assert_ok = CliRunner().invoke(main, ["models", "--add", str(trained_path), "--name", "default"])
+    assert assert_ok.exit_code == 0
+    assert load_model("default").model_id == load_model(trained_path).model_id  # the user's comes first
+
+
+def test_a_bundled_model_goes_by_its_bundled_name():
+    if "default" not in modelfile.bundled_index():
+        pytest.skip("no bundled model in this checkout")
+    assert load_model("default").name == "default"  # the file calls itself "general"

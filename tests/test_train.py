@@ -643,6 +643,8 @@ def test_fine_tune_an_existing_model(tmp_path, text, trained):
     # what the start had seen is carried on (issue 25, item 10: `shazip models` tells the whole training)
     assert tuned.info["bytes_seen_before"] == trained.info["bytes_seen"] + trained.info.get("bytes_seen_before", 0)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert records[0]["step"] == 0 and records[-1]["valid_bpc"] < records[0]["valid_bpc"]  # the "before"
+    assert f"held-out {records[0]['valid_bpc']:.4f} bits/byte before training" in r.stderr
     sample = corpus.read_bytes()[-3000:]
     assert shazip.decompress(shazip.compress(sample, model=tuned), model=tuned) == sample
     before = len(shazip.compress(sample, model=trained, adapt="none", methods=frozenset({Method.MODEL})))

@@ -104,7 +104,7 @@ class RangeDecoder {
   u32 next() {
     if (pos_ < data_.size()) return u8(data_[pos_++]);
     if (max_overrun_ >= 0 && ++overrun_ > max_overrun_)
-      throw DataError("the payload ends before its code does (read past its end)");
+      throw DataError("the payload ends before its code does: the decoder read past its end");
     return 0u;
   }
   std::string data_;

@@ -282,7 +282,7 @@ CategoricalDecoder::CategoricalDecoder(const u8* data, size_t n, i64 max_overrun
   point_ = point;
   overrun_ = 2 - num_read;  // words taken as zeros
   if (max_overrun_ >= 0 && overrun_ > max_overrun_)
-    throw DataError("categorical payload ends before its code does (read past its end)");
+    throw DataError("categorical payload ends before its code does: the decoder read past its end");
 }
 
 u32 CategoricalDecoder::next_word() {
@@ -313,7 +313,7 @@ int CategoricalDecoder::decode(const double* probs) {
     if (pos_ < words_) {
       point_ |= next_word();
     } else if (max_overrun_ >= 0 && ++overrun_ > max_overrun_) {  // past the end: zeros, a bounded number
-      throw DataError("categorical payload ends before its code does (read past its end)");
+      throw DataError("categorical payload ends before its code does: the decoder read past its end");
     }
   }
   return symbol;

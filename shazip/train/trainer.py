@@ -319,6 +319,14 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
     def qat_now() -> bool:
         return args.qat_steps > 0 and step >= args.steps - args.qat_steps
 
+    if rank == 0 and args.init is not None and not args.resume:  # a fine-tune's "before"
+        record = {"step": 0, "bytes_seen": 0, "time": 0.0,
+                  "valid_bpc": round(evaluate(model, corpus, train_hi, len(corpus), args.bptt), 4)}
+        metrics.write(json.dumps(record) + "\n")
+        metrics.flush()
+        if args.progress:
+            print(f"held-out {record['valid_bpc']:.4f} bits/byte before training (the --init model)",
+                  file=sys.stderr, flush=True)
     model.train()
     while not should_stop():
         model.set_qat(qat_now())
@@ -354,7 +362,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
             metrics.flush()
             if args.progress:
                 extra = f" valid {record['valid_bpc']:.3f}" if "valid_bpc" in record else ""
-                print(f"step {step} | {bytes_seen / 1e6:.2f} MB | train {record['train_bpc']:.3f} bpc{extra} | "
+                print(f"step {step} | {bytes_seen / 1e6:.2f} MB | train {record['train_bpc']:.3f} bits/byte{extra} | "
                       f"{record['bytes_per_s'] / 1e3:.1f} KB/s", file=sys.stderr, flush=True)
             log_bits, log_bytes, t_log = 0.0, 0, time.time()
         if agreed(now - t_ckpt >= 60 * args.checkpoint_minutes):  # wall clocks differ between ranks
