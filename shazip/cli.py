@@ -576,7 +576,7 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
             else:
                 compress_file(file, dest, force, remove, bar, coding)
         if verbose and file != "-":
-            click.echo(f"{file}: " + (_summary(file, dest, mode == "compress") if mode in ("compress", "decompress")
+            click.echo(f"{shown(file)}: " + (_summary(file, dest, mode == "compress") if mode in ("compress", "decompress")
                                       else "OK"), err=True)
 
     def body() -> None:
@@ -638,7 +638,7 @@ def _summary(src: str, dest: str | None, compressed: bool) -> str:
     a, b = os.path.getsize(src), os.path.getsize(dest)
     plain, packed = (a, b) if compressed else (b, a)
     rate = f" ({8 * packed / plain:.3f} bits/byte)" if plain else ""
-    return f"{a:,} -> {_count(b, 'byte')}{rate}, {dest}"
+    return f"{a:,} -> {_count(b, 'byte')}{rate}, {shown(dest)}"
 
 
 def unshazip() -> None:

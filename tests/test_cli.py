@@ -798,3 +798,11 @@ def test_listing_counts_in_words(tmp_path):
     assert_ok(run("-1", "-q", tmp_path / "one"))
     r = run("-l", tmp_path / "one.shz")
     assert "original 1 byte," in r.stdout and ", 1 block\n" in r.stdout
+
+
+def test_verbose_shows_undecodable_names_as_errors_do(tmp_path):
+    name = tmp_path / os.fsdecode(b"bad\xffname.txt")
+    name.write_bytes(b"some text\n")
+    r = run("-1", "-v", "-q", name)
+    assert_ok(r)
+    assert "bad\\xffname.txt: 10 -> " in r.stderr and "bad\\xffname.txt.shz" in r.stderr
