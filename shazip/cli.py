@@ -828,7 +828,8 @@ def _describe_model(name: str, e: dict, where: str) -> list[str]:
         xz = f", xz -9e {b['xz_bits_per_byte']}" if "xz_bits_per_byte" in b else ""
         lines.append(f"  {b['input']} ({b['input_bytes']:,} bytes): {b['bits_per_byte']} bits/byte achieved "
                      f"(model {b['model_bits_per_byte']}){xz}; compress {b['compress_KBps']} KB/s, decompress "
-                     f"{b['decompress_KBps']} KB/s ({b['threads']} threads, {b['lanes'] or 'auto'} lanes, {b['cpu']}, {b['date'][:10]})")
+                     f"{b['decompress_KBps']} KB/s ({_count(b['threads'], 'thread')}, {b['lanes'] or 'auto'} lanes, {b['cpu']}, "
+                     f"{b['date'][:10]})")
     return lines
 
 

@@ -302,14 +302,16 @@ def bundle_model(src: str | Path, name: str | None = None, bench: dict | None = 
     it inside the package, as a release ships `default`) and records its sha256. `bench`: a
     `shazip bench` result for this very file, whose headline figures are recorded beside the
     trainer's."""
-    into = user_models_dir() if into is None else into
     path = Path(src)
     if not path.is_file():
         raise ModelError(f"model not found: '{src}'")
     blob = path.read_bytes()  # read once: the recorded sha256 is that of the weights checked here
     loaded = model_from_bytes(blob, str(path), path)
     name = name or loaded.name
-    figures = dict(loaded.info)
+    into = user_models_dir() if into is None else into
+    before = _index(into).get(name, {})  # the same file again (new figures): what was recorded of it stays
+    figures = {**(before.get("figures", {}) if before.get("sha256") == hashlib.sha256(blob).hexdigest() else {}),
+               **loaded.info}
     if bench is not None:
         figures["bench"] = bench_figures(bench, hashlib.sha256(blob).hexdigest())
     if not name.replace("-", "").replace("_", "").isalnum():

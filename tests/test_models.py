@@ -208,3 +208,14 @@ def test_a_bundled_model_goes_by_its_bundled_name():
     if "default" not in modelfile.bundled_index():
         pytest.skip("no bundled model in this checkout")
     assert load_model("default").name == "default"  # the file calls itself "general"
+
+
+def test_adding_the_same_file_again_keeps_what_was_recorded_of_it(tmp_path, random_model_path, trained):
+    modelfile.bundle_model(random_model_path, "m", into=tmp_path)
+    index = json.loads((tmp_path / "index.json").read_text())
+    index["m"]["figures"]["bytes_seen_before"] = 123
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    assert modelfile.bundle_model(random_model_path, "m", into=tmp_path)["figures"]["bytes_seen_before"] == 123
+    other = tmp_path / "other.safetensors"
+    modelfile.save_model(trained.model, other, name="other")
+    assert "bytes_seen_before" not in modelfile.bundle_model(other, "m", into=tmp_path)["figures"]

@@ -14,6 +14,7 @@ import shazip
 from shazip.container import Method
 
 PACKAGE = Path(shazip.__file__).parent
+ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ("shazip.train", "shazip.bench", "shazip.testing")
 
 
@@ -148,3 +149,21 @@ def test_lazy_command_summaries_match_the_commands():
     for name, (module, attr, _, summary) in Commands.LAZY.items():
         doc = getattr(importlib.import_module(module), attr).help
         assert " ".join(doc.split()).startswith(summary), name
+
+
+def test_the_readme_headline_is_the_committed_measurement():
+    """README's headline figures are benchmarks/headline.py's rendering of the committed bench
+    result, and `shazip models` shows the same run for the model it measured: one run, no drift."""
+    import importlib.util
+    import json
+    spec = importlib.util.spec_from_file_location("headline", ROOT / "benchmarks" / "headline.py")
+    headline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(headline)
+    result = json.loads(headline.RESULT.read_text())
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index(headline.HEAD) + len(headline.HEAD):text.index(headline.TAIL)]
+    assert block.strip() == headline.render(result)
+    me = next(r for r in result["rows"] if r["compressor"] == "shazip")
+    from shazip.modelfile import bundled_index
+    listed = [e["figures"].get("bench") for e in bundled_index().values() if e["sha256"] == me["extra"]["model_id"]]
+    assert listed and listed[0]["bits_per_byte"] == me["bits_per_byte"] and listed[0]["date"] == result["machine"]["date"]

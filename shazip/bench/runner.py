@@ -378,7 +378,8 @@ def markdown(result: dict) -> str:
             continue
         e, h = r["extra"], r["extra"]["hutter"]
         lines += ["", f"shazip -{e['compression_level']}, model `{e['model']}` ({e['model_id'][:16]}…), {e['engine']} engine, {e['lanes'] or 'auto'} lanes, "
-                      f"{e['threads']} threads, adaptive stage {e['adapt']}: model cross-entropy "
+                      f"{e['threads']} thread{'' if e['threads'] == 1 else 's'}, adaptive stage {e['adapt']}: model "
+                      "cross-entropy "
                       f"{e['model_bits_per_byte']} bits/byte"
                       + (f", mixed {e['mixed_bits_per_byte']}" if e.get("mixed_bits_per_byte") is not None else "")
                       + ", archive "
@@ -406,21 +407,29 @@ def plot(result: dict, path: Path) -> bool:
     except ImportError:
         return False
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    placed: list[tuple[float, float]] = []
     for r in result["rows"]:
-        x, y = r["compress_KBps"], r["bits_per_byte"]
-        ax.scatter(x, y, color="C3" if r["compressor"] == "shazip" else "C0")
-        # points nearly on top of each other (zstd -19 and -22) get their labels stacked downwards
-        near = sum(1 for px, py in placed if px > 0 and 0.5 < x / px < 2 and abs(y - py) < 0.05)
-        placed.append((x, y))
-        ax.annotate(f"{r['compressor']} {r['level']}", (x, y), textcoords="offset points", xytext=(5, 4 - 11 * near),
-                    fontsize=8)
+        ax.scatter(r["compress_KBps"], r["bits_per_byte"], color="C3" if r["compressor"] == "shazip" else "C0")
     ax.set_xscale("log")
     ax.set_xlabel("compress speed, KB/s (log)")
     ax.set_ylabel("bits/byte (lower is better)")
     ax.set_title(f"{Path(result['input']['path']).name}: {result['input']['bytes']:,} bytes", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    placed = []  # each label takes the first spot beside its point inside the axes that no earlier label covers
+    spots = ((5, 4), (5, -10), (-5, 4), (-5, -10), (5, 14), (5, -20), (-5, 14), (-5, -20))
+    for r in result["rows"]:
+        for dx, dy in spots:
+            label = ax.annotate(f"{r['compressor']} {r['level']}", (r["compress_KBps"], r["bits_per_byte"]),
+                                textcoords="offset points", xytext=(dx, dy), fontsize=8,
+                                ha="left" if dx > 0 else "right")
+            box = label.get_window_extent(renderer)
+            fits = inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
+            if (fits and not any(box.overlaps(b) for b in placed)) or (dx, dy) == spots[-1]:
+                break
+            label.remove()
+        placed.append(box)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
