@@ -761,9 +761,11 @@ def _list_one(d: dict) -> None:
                + (f", {_count(d['threads'], 'thread')}" if d["threads"] else "")
                + (f", adaptive stage v{d['adapt_version']} (parameters {d['adapt_params']})" if d["adapt_version"]
                   else ", no adaptive stage"))
-    from .modelfile import installed_names
-    known = installed_names(bytes.fromhex(d["model_id"]))
-    name = d["model_name"] or (" / ".join(known) + " (installed)" if known else "(not recorded, not installed here)")
+    from .modelfile import BUNDLED_DIR, installed, installed_names
+    shelves = installed()
+    known = [f"{n} ({'bundled' if shelves[n][0] == BUNDLED_DIR else 'yours'})"
+             for n in installed_names(bytes.fromhex(d["model_id"]))]
+    name = d["model_name"] or (" / ".join(known) if known else "(not recorded, not installed here)")
     click.echo(f"model {name}, id {d['model_id']}")
     ratio = 8 * d["archive_bytes"] / d["total_len"] if d["total_len"] else 0.0
     click.echo(f"original {_count(d['total_len'], 'byte')}, archive {_count(d['archive_bytes'], 'byte')} "

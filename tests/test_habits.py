@@ -24,7 +24,7 @@ def test_an_archive_is_not_compressed_again(tmp_path):
     the other files done; -f compresses it anyway."""
     (tmp_path / "ten.shz").write_bytes(b"x" * 10)
     (tmp_path / "a.txt").write_bytes(b"a" * 10)
-    r = run("-q", tmp_path / "ten.shz", tmp_path / "a.txt")
+    r = run("--no-progress", tmp_path / "ten.shz", tmp_path / "a.txt")
     assert r.exit_code == 2 and "ten.shz: already has the .shz suffix -- unchanged" in r.stderr
     assert listing(tmp_path) == ["a.txt", "a.txt.shz", "ten.shz"]
     assert_ok(run("-q", "-f", tmp_path / "ten.shz"))
@@ -213,7 +213,7 @@ def test_suffix_names_the_archives_as_gzip_s_does(tmp_path):
     model = DATA / "tiny-trained.safetensors"
     assert_ok(run("-q", "-S", ".sz", "--model", model, src))
     assert listing(tmp_path) == ["a.txt", "a.txt.sz"]
-    r = run("-q", "-S", ".sz", "--model", model, tmp_path / "a.txt.sz")  # already an archive: left alone
+    r = run("--no-progress", "-S", ".sz", "--model", model, tmp_path / "a.txt.sz")  # already an archive: left alone
     assert r.exit_code == 2 and "already has the .sz suffix" in r.stderr
     src.unlink()
     assert_ok(run("-d", "-q", "--suffix", ".sz", "--model", model, tmp_path / "a.txt.sz"))

@@ -112,13 +112,13 @@ def test_what_is_not_a_regular_file_is_skipped(tmp_path):
     fifo = tmp_path / "ff"
     os.mkfifo(fifo)
     (tmp_path / "a.txt").write_bytes(b"a" * 100)
-    p = subprocess.run(shazip_cmd("-q", fifo, tmp_path / "a.txt"), capture_output=True, timeout=60)
+    p = subprocess.run(shazip_cmd("--no-progress", fifo, tmp_path / "a.txt"), capture_output=True, timeout=60)
     assert p.returncode == 2 and b"ff: not a regular file" in p.stderr
     assert (tmp_path / "a.txt.shz").exists() and not (tmp_path / "ff.shz").exists()
     (tmp_path / "a.txt.shz").unlink()  # (an output in the way would be an error, which outranks the skip)
-    p = subprocess.run(shazip_cmd("-q", "-r", tmp_path), capture_output=True, timeout=60)  # -r meets it too
+    p = subprocess.run(shazip_cmd("--no-progress", "-r", tmp_path), capture_output=True, timeout=60)  # -r meets it too
     assert p.returncode == 2 and b"ff: not a regular file" in p.stderr
-    p = subprocess.run(shazip_cmd("-q", "-c", "/dev/zero"), capture_output=True, timeout=60)
+    p = subprocess.run(shazip_cmd("--no-progress", "-c", "/dev/zero"), capture_output=True, timeout=60)
     assert p.returncode == 2 and b"/dev/zero: not a regular file" in p.stderr
 
 
@@ -143,7 +143,7 @@ def test_a_missing_model_is_named_with_its_file(tmp_path):
 
 def test_a_directory_is_named_as_one(tmp_path):
     os.mkdir(tmp_path / "d")
-    r = run("-d", "-q", tmp_path / "d")
+    r = run("-d", "--no-progress", tmp_path / "d")
     assert r.exit_code == 2 and "is a directory" in r.stderr and "suffix" not in r.stderr
 
 
