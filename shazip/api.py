@@ -163,7 +163,7 @@ class Compressor:
         self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version in COMPACT))
         self._engine = _engine(kind, lambda: loaded, self.threads, device)
         # frames made at once each get an engine of one thread (each built on first use)
-        self._parallel = kind is IntEngine and resolve_device(device) == "cpu" and self.threads > 1
+        self._parallel = kind is IntEngine and self.threads > 1  # on a GPU too: each frame's stage on its own core
         self._frame_engines = [_engine(kind, lambda: loaded, 1, device) for _ in range(self.threads)]
 
     def compress_stream(self, src: BinaryIO, dst: BinaryIO, progress: Progress | None = None,
@@ -560,13 +560,14 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
                       concatenated: bool = True) -> int:
     """Decompresses src (an archive, or several one after the other) to dst, verifying each
     block before writing it; returns bytes written. Options as `iter_decompress`. A seekable src
-    of several archives (frames) on the CPU is decoded `threads` archives at once, each on one
-    thread; its structure is checked first, so a damaged one fails before anything is written."""
+    of several archives (frames) is decoded `threads` archives at once, each on one thread (on a
+    GPU: each with its engine there, its stage on a core); its structure is checked first, so a
+    damaged one fails before anything is written."""
     workers = resolve_threads(threads)
-    if concatenated and workers > 1 and resolve_device(device) == "cpu":
+    if concatenated and workers > 1:
         frames = index(src, MAX_FRAME_IN_MEMORY)
         if frames is not None and len(frames) > 1:
-            return _decoded_at_once(src, frames, dst, model, progress, workers)
+            return _decoded_at_once(src, frames, dst, model, progress, workers, device)
     total = 0
     for block in iter_decompress(src, model, progress, threads, device, concatenated):
         dst.write(block)
@@ -601,7 +602,7 @@ def _bytes(data) -> memoryview:
 
 
 def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: str | LoadedModel | None,
-                     progress: Progress | None, workers: int) -> int:
+                     progress: Progress | None, workers: int, device: str) -> int:
     """The archives `frames` of src, `workers` at a time, written in order."""
     lock, reading = threading.Lock(), threading.Lock()
     model = _resolve(model) if model is not None else None  # read once, not once a frame
@@ -616,7 +617,7 @@ def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: s
         with reading:
             src.seek(frame.start)
             archive = read_upto(src, frame.end - frame.start)
-        return decode_frame(archive, frame.place, model, report)
+        return decode_frame(archive, frame.place, model, report, device)
 
     total = 0
     for block in linked(frames, ordered_map(one, frames, workers)):

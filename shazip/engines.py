@@ -73,7 +73,9 @@ class IntEngine:
 
 class TwinEngine:
     """The integer-exact model as torch code (quant.IntModel) on a torch device: the GPU engine.
-    Same integers as `IntEngine`, so the same archives; the stage and coders stay on the CPU."""
+    Same integers as `IntEngine`, so the same archives; the stage and coders stay on the CPU. On
+    CUDA each block's step is captured as a CUDA graph (quant.GraphedStep) unless
+    SHAZIP_CUDA_GRAPHS=0 asks for the eager step (the benchmark compares the two)."""
 
     engine_id = IntEngine.engine_id
     engine_version = IntEngine.engine_version
@@ -83,13 +85,22 @@ class TwinEngine:
     def __init__(self, loaded: LoadedModel, device: str) -> None:
         from .quant import IntModel
         self.model = IntModel(loaded.int_weights(), device)
+        self.graphs = self.model.device.type == "cuda" and os.environ.get("SHAZIP_CUDA_GRAPHS", "1") != "0"
 
     def start(self, lanes: int) -> object:
-        return self.model.init_state(lanes)
+        import torch
+
+        from .quant import GraphedStep
+        with torch.no_grad():
+            return GraphedStep(self.model, lanes) if self.graphs else self.model.init_state(lanes)
 
     def step(self, state, prev: np.ndarray):
         """prev: int64 [B] previous bytes -> (state, int64 [B, 256] frequencies, all >= 1, on the CPU)."""
         import torch
+
+        from .quant import GraphedStep
+        if isinstance(state, GraphedStep):
+            return state, state(prev)
         with torch.no_grad():
             state, freq = self.model.step(state, torch.from_numpy(prev).to(self.model.device))
         return state, freq.cpu().numpy()

@@ -9,6 +9,7 @@ compare the native core with it on every kernel path, and it is the engine on a 
 from __future__ import annotations
 
 import copy
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -124,13 +125,15 @@ class QNorm:
 class IntState:
     """Per-lane state of the integer step. h: int8 [B, d] (h * 127); c: int64 [B, d] (Q15);
     mem: the attention ring, int8 values held in float32 [B, M, d] (for the exact bmm, rule 2);
-    mem_e: int64 [B, M], each slot's row scale; pos: bytes consumed (slots < min(pos, M) filled)."""
+    mem_e: int64 [B, M], each slot's row scale; pos: bytes consumed, an int64 scalar on the
+    device (slots < min(pos, M) filled), so that a step has the same shapes and no host value
+    at every position (a CUDA graph replays it)."""
 
     h: list[torch.Tensor]
     c: list[torch.Tensor]
     mem: torch.Tensor
     mem_e: torch.Tensor
-    pos: int = 0
+    pos: torch.Tensor
 
 
 class IntModel:
@@ -153,13 +156,14 @@ class IntModel:
                         for k, v in b.items()} for b in weights.blocks]
         self.out = QLinear.of(weights.out, self.device)
         self.tables = {name: torch.from_numpy(t).to(self.device) for name, t in weights.tables.items()}
+        self._slots = torch.arange(cfg.mem_len + 1, device=self.device)
 
     def init_state(self, batch: int) -> IntState:
         c, dev = self.cfg, self.device
         zeros = lambda *shape, dt=torch.int64: torch.zeros(*shape, dtype=dt, device=dev)  # noqa: E731
         return IntState([zeros(batch, c.d_model, dt=torch.int8) for _ in self.blocks],
                         [zeros(batch, c.d_model) for _ in self.blocks],
-                        zeros(batch, c.mem_len, c.d_model, dt=torch.float32), zeros(batch, c.mem_len))
+                        zeros(batch, c.mem_len, c.d_model, dt=torch.float32), zeros(batch, c.mem_len), zeros(()))
 
     def step(self, state: IntState, x: torch.Tensor) -> tuple[IntState, torch.Tensor]:
         """x: int64 [B] previous bytes -> (state, int64 frequencies [B, 256], every entry >= 1).
@@ -191,34 +195,76 @@ class IntModel:
 
     def _attend(self, b: dict, mid: torch.Tensor, m: torch.Tensor, state: IntState) -> torch.Tensor:
         """Attention of query input `mid` over the ring's filled slots and the current memory
-        entry `m` (then stored in the ring), in residual units. The float32 bmms are exact in
-        any order (rule 2): a score sums d products below 127**2 (d * 127**2 < 2**24, checked
-        at load); the mix sums integer weights u (sum u <= 2**17) times int8 values
-        (< 2**17 * 127 < 2**24)."""
+        entry `m` (then stored in the ring), in residual units. Every slot takes part, an empty
+        one with weight 0 (so the shapes never change): the integers are those of the filled
+        slots alone. The float32 bmms are exact in any order (rule 2): a score sums d products
+        below 127**2 (d * 127**2 < 2**24, checked at load); the mix sums integer weights u
+        (sum u <= 2**17) times int8 values (< 2**17 * 127 < 2**24)."""
         M = self.cfg.mem_len
-        slot, filled = state.pos % M, min(state.pos, M)
         qm, em = quantize_rows(m)
         qq, eq = quantize_rows(b["q_ln"](b["q"]([quantize_rows(mid)]).clamp(-R_MAX, R_MAX)))
-        mem = state.mem[:, :filled]
-        dots = torch.cat([torch.bmm(mem, qq.float()[:, :, None])[:, :, 0].to(torch.int64),
+        dots = torch.cat([torch.bmm(state.mem, qq.float()[:, :, None])[:, :, 0].to(torch.int64),
                           (qq.to(torch.int64) * qm).sum(-1, keepdim=True)], dim=1)
-        es = torch.cat([state.mem_e[:, :filled], em], dim=1)
+        es = torch.cat([state.mem_e, em], dim=1)
+        keep = (self._slots < state.pos) | (self._slots == M)  # [M + 1]: the filled slots, the current entry
         scores = rdiv(rshift(dots * es, FRAC) * eq, 127 * 127)  # units 2**-FRAC
-        w = self.tables["exp_att"][(scores.amax(-1, keepdim=True) - scores).clamp_max(EXP_ATT_RANGE * ONE)]
+        top = scores.masked_fill(~keep, torch.iinfo(torch.int64).min).amax(-1, keepdim=True)
+        w = self.tables["exp_att"][(top - scores).clamp(0, EXP_ATT_RANGE * ONE)] * keep
         we = w * es
         we_sum = we.sum(-1, keepdim=True)
         u = torch.div(we * MIX_MASS, we_sum, rounding_mode="floor")
-        mix = torch.bmm(u[:, None, :filled].float(), mem)[:, 0].to(torch.int64) + u[:, filled:] * qm
+        mix = torch.bmm(u[:, None, :M].float(), state.mem)[:, 0].to(torch.int64) + u[:, M:] * qm
         ebar = torch.div(we_sum << 8, w.sum(-1, keepdim=True), rounding_mode="floor")  # mean scale * 2**8
         t = rshift(mix * ebar, 25)  # = mix * ebar / MIX_MASS / 2**8
-        state.mem[:, slot] = qm.float()
-        state.mem_e[:, slot] = em[:, 0]
+        slot = (state.pos % M).view(1)
+        state.mem.index_copy_(1, slot, qm.float()[:, None])
+        state.mem_e.index_copy_(1, slot, em)
         return rdiv(t * b["vs"], 127 << 20)
 
     def _boom(self, b: dict, x: torch.Tensor) -> torch.Tensor:
         pre = b["boom"]([quantize_rows(b["ln_xff"](x))])
         g = lookup(self.tables["gelu"], pre) + (pre - LUT_RANGE * ONE).clamp_min(0)  # GELU(x) = x beyond 8
         return sum(g.split(self.cfg.d_model, dim=1))
+
+
+def advance(model: IntModel, state: IntState, x: torch.Tensor) -> torch.Tensor:
+    """One step that updates `state`'s own tensors in place (a CUDA graph's inputs and outputs
+    are fixed tensors); returns the frequencies."""
+    new, freq = model.step(state, x)
+    for mine, theirs in zip(state.h + state.c, new.h + new.c):
+        mine.copy_(theirs)
+    state.pos.copy_(new.pos)
+    return freq
+
+
+class GraphedStep:
+    """`IntModel.step` for one batch of lanes on CUDA, captured once as a CUDA graph and then
+    replayed: a step is one launch instead of the ~550 small kernels the twin runs eagerly. The
+    same kernels run in the same order, so the integers are the eager step's. The lanes' state
+    lives in the graph's own tensors."""
+
+    _capturing = threading.Lock()  # frames coded at once capture one at a time
+
+    def __init__(self, model: IntModel, lanes: int) -> None:
+        self.state = model.init_state(lanes)
+        self.x = torch.zeros(lanes, dtype=torch.int64, device=model.device)
+        spare, side = model.init_state(lanes), torch.cuda.Stream(model.device)
+        with GraphedStep._capturing:
+            side.wait_stream(torch.cuda.current_stream(model.device))
+            with torch.cuda.stream(side):  # libraries' lazy set-up (cuBLASLt) happens before a capture, not in it
+                for _ in range(2):
+                    advance(model, spare, self.x)
+            torch.cuda.current_stream(model.device).wait_stream(side)
+            self.graph = torch.cuda.CUDAGraph()
+            # other threads (frames at once) go on launching their own steps meanwhile
+            with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
+                self.freq = advance(model, self.state, self.x)
+
+    def __call__(self, prev: np.ndarray) -> np.ndarray:
+        """prev: int64 [lanes] previous bytes -> int64 [lanes, 256] frequencies, on the CPU."""
+        self.x.copy_(torch.from_numpy(prev))
+        self.graph.replay()
+        return self.freq.cpu().numpy()
 
 
 def float_params(model: SHARNN) -> dict[str, np.ndarray]:

@@ -60,3 +60,21 @@ def test_gpu_production_shape(text):
     on_gpu = shazip.compress(data, lanes=32, device="cuda", methods=frozenset({Method.MIXED}))
     assert on_gpu == shazip.compress(data, lanes=32, methods=frozenset({Method.MIXED}))
     assert shazip.decompress(on_gpu, device="cuda") == data
+
+
+def test_the_gpu_path_with_frames_at_once_writes_the_cpus_archives(trained, text, monkeypatch):
+    """The API's GPU path (each frame its own twin engine, frames coded and decoded at once on
+    threads, the stages on the cores), run with the twin on torch's CPU device: the native core's
+    archives, byte for byte, and each decodes the other's."""
+    from shazip import api
+    data, options = text[:9000], dict(lanes=8, block_size=1500, frame_size=3000, level=6, threads=3)
+    native = shazip.compress(data, model=trained, **options)
+    made = []
+
+    def twin(loaded, device, threads):
+        made.append(TwinEngine(loaded, "cpu"))
+        return made[-1]
+    monkeypatch.setattr(api, "int_engine", twin)
+    assert shazip.compress(data, model=trained, **options) == native
+    assert len(made) >= 2  # an engine a frame in flight, not one shared
+    assert shazip.decompress(native, model=trained, threads=3) == data

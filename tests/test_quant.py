@@ -209,3 +209,29 @@ def test_weights_too_large_are_refused():
         m.blocks[0].ln_start.weight.fill_(1e12)
     with pytest.raises(ModelError, match="overflow"):
         quant.IntModel(m)
+
+
+def test_the_in_place_step_a_cuda_graph_replays_equals_the_step(int_model, text):
+    """quant.advance (what GraphedStep captures) keeps the state in its own tensors and gives
+    the step's very integers, through the ring's wrap."""
+    grid = lanes_of(text, 3, STEPS)
+    state, prev, out = int_model.init_state(3), torch.zeros(3, dtype=torch.int64), []
+    tensors = [id(t) for t in state.h + state.c + [state.mem, state.mem_e, state.pos]]
+    for t in range(STEPS):
+        out.append(quant.advance(int_model, state, prev).clone())
+        prev = grid[:, t]
+    assert [id(t) for t in state.h + state.c + [state.mem, state.mem_e, state.pos]] == tensors
+    assert int(state.pos) == STEPS
+    assert torch.equal(torch.stack(out), run(int_model, grid))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_graphed_step_equals_the_eager_step_on_cuda(trained, text):
+    model = quant.IntModel(trained.int_weights(), "cuda")
+    grid = lanes_of(text, 20, STEPS)  # more than 16 lanes: int_mm's unpadded path; 3 lanes below
+    for lanes in (20, 3):
+        graphed, prev, out = quant.GraphedStep(model, lanes), np.zeros(lanes, np.int64), []
+        for t in range(STEPS):
+            out.append(torch.from_numpy(graphed(prev)))
+            prev = grid[:lanes, t].numpy()
+        assert torch.equal(torch.stack(out), run(model, grid[:lanes].cuda()).cpu())

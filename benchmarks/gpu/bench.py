@@ -1,5 +1,6 @@
 """The GPU beside the CPU on one input: compress and decompress MB/s and archive size, the GPU at
-several lane counts, the CPU at its automatic choice with every core; every round trip checked
+several lane counts (its step as a CUDA graph, and eager for comparison), the CPU at its automatic
+choice with every core; every round trip checked
 and the GPU's archive decoded by the CPU. One JSON line a row, all rows in `--out`.
 
     python benchmarks/gpu/bench.py --input gpu-run/mixed.txt.zst --mib 1 --lanes 256 1024 --out $OUT/bench.json
@@ -28,12 +29,14 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
-def row(data: bytes, device: str, lanes: int | None, threads: int) -> dict:
+def row(data: bytes, device: str, lanes: int | None, threads: int, graphs: bool = True) -> dict:
+    os.environ["SHAZIP_CUDA_GRAPHS"] = "1" if graphs else "0"  # read where the engine is made
     c = shazip.Compressor(device=device, lanes=lanes, threads=threads)
     blob, tc = timed(lambda: c.compress(data))
     back, td = timed(lambda: shazip.decompress(blob, device=device, threads=threads))
     assert back == data, "round trip"
-    out = {"device": device, "lanes": lanes or "auto", "threads": threads, "bytes": len(data), "archive": len(blob),
+    out = {"device": device, "lanes": lanes or "auto", "threads": threads,
+           **({"cuda_graphs": graphs} if device != "cpu" else {}), "bytes": len(data), "archive": len(blob),
            "bits_per_byte": round(8 * len(blob) / len(data), 4), "compress_s": round(tc, 2),
            "decompress_s": round(td, 2), "compress_mb_s": round(len(data) / tc / 1e6, 4),
            "decompress_mb_s": round(len(data) / td / 1e6, 4)}
@@ -48,6 +51,8 @@ def main() -> None:
     ap.add_argument("--input", type=Path, required=True)
     ap.add_argument("--mib", type=float, default=1.0, help="MiB of the input to code")
     ap.add_argument("--lanes", type=int, nargs="*", default=[256, 1024])
+    ap.add_argument("--eager-lanes", type=int, nargs="*", default=[1024],
+                    help="lane counts also timed with the eager step (SHAZIP_CUDA_GRAPHS=0), beside the graphs")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--no-gpu", action="store_true")
     ap.add_argument("--out", type=Path)
@@ -62,8 +67,9 @@ def main() -> None:
         import torch
         machine["gpu"] = torch.cuda.get_device_name(0)
     print(json.dumps(machine), flush=True)
-    for lanes in ([] if args.no_gpu else args.lanes):
-        rows.append(row(data, "cuda", lanes, args.threads))
+    gpu_rows = [] if args.no_gpu else [(n, True) for n in args.lanes] + [(n, False) for n in args.eager_lanes]
+    for lanes, graphs in gpu_rows:
+        rows.append(row(data, "cuda", lanes, args.threads, graphs))
         print(json.dumps(rows[-1]), flush=True)
     rows.append(row(data, "cpu", None, args.threads))
     print(json.dumps(rows[-1]), flush=True)
