@@ -33,7 +33,7 @@ phase install 240 "python -c 'import pybind11, sys; sys.exit(tuple(map(int, pybi
   || pip install -q --no-index --find-links $RUN/wheels 'pybind11>=2.12'; \
   SHAZIP_BUILD_JOBS=\$(nproc) pip install -q --no-build-isolation --no-deps --no-index -e . && python -c 'import shazip.core as c; c.load(); print(c.kernels())'"
 phase tests 240 "SHAZIP_GPU_RUN=$RUN python -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_devices.py tests/test_quant.py -rs"
-phase bench 180 "python benchmarks/gpu/bench.py --input $RUN/mixed.txt.zst --mib \${SHAZIP_GPU_MIB:-1} --lanes 256 1024 --out $OUT/bench.json"
+phase bench 240 "python benchmarks/gpu/bench.py --input $RUN/mixed.txt.zst --mib \${SHAZIP_GPU_MIB:-8} --out $OUT/bench.json"
 
 PHASES=""
 for name in machine install tests bench; do PHASES+="$name=${STATUS[$name]}:${SECONDS_OF[$name]} "; done
