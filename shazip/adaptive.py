@@ -243,9 +243,11 @@ class AdaptiveParams:
         Measured (benchmarks/README.md, "Stage version 10", "Stage version 15", "Stage version 16"):
         the table models shrink a CSV 5.2 % and an access log 1.0 %, but would cost prose up to
         0.04 %; the tokens context shrinks code 0.3-0.7 %, but costs tables up to 0.6 %."""
-        if looks_tabular(data):
-            return replace(self, **dict.fromkeys(TEXT_FLAGS, False))
-        return replace(self, **dict.fromkeys(TABLE_FLAGS, False))
+        return self.for_kind(looks_tabular(data))
+
+    def for_kind(self, tabular: bool) -> AdaptiveParams:
+        """`for_data`'s choice for an input that looks like a table (`tabular`) or not."""
+        return replace(self, **dict.fromkeys(TEXT_FLAGS if tabular else TABLE_FLAGS, False))
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -35,7 +35,7 @@ from . import seektable
 from .frames import Frame, index, ordered_map
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import (
-    ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, MAX_FRAME_IN_MEMORY, MAX_LANES,
+    ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
     DEFAULT_LEVEL, LEVELS, LanePolicy, Level, lane_policy,
 )
 
@@ -57,6 +57,17 @@ def _stage_params(adapt: str | AdaptiveParams, level: Level, lanes: LanePolicy) 
     params = AdaptiveParams(nn=level.model).at_version(level.stage)
     lane_own = ("local_match", "local_ctx") if lanes.one_lane else ()  # with one lane they repeat the shared ones
     return replace(params, **dict.fromkeys(level.drop + lane_own, False))
+
+def levels_of(params: AdaptiveParams) -> list[int]:
+    """The levels whose stage has these models (for an input of either kind, in one lane or
+    several, of any size): what `-l` names an archive's stage by."""
+    def models(p: AdaptiveParams) -> AdaptiveParams:
+        return replace(p, table_bits=0, history_bits=0, match_bits=0)  # sized to the input
+    want = models(params)
+    return [n for n, lv in LEVELS.items()
+            if any(models(_stage_params("cm", lv, LanePolicy(most, LANE_FLOOR, LANE_FLOOR)).for_kind(tabular)) == want
+                   for most in (1, DEFAULT_LANES) for tabular in (False, True))]
+
 
 Progress = Callable[[int], None]
 

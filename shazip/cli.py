@@ -754,13 +754,24 @@ def _count(n: int, unit: str) -> str:
     return f"{n:,} {unit}{'' if n == 1 else 's'}"
 
 
+def _stage_models(d: dict) -> str:
+    """", the models of level -6" where a level's stage has the archive's models."""
+    from .adaptive import AdaptiveParams
+    from .api import levels_of
+    try:
+        levels = levels_of(AdaptiveParams.unpack(bytes.fromhex(d["adapt_params"]), d["adapt_version"]))
+    except ShazipError:  # parameters no level of this shazip writes (the listing shows them)
+        return ""
+    return f", the models of level{'s' * (len(levels) > 1)} {' / '.join(f'-{n}' for n in levels)}" if levels else ""
+
+
 def _list_one(d: dict) -> None:
     from .engines import BY_ID
     click.echo(f"format version {d['format_version']}, engine {d['engine']} "
                f"({BY_ID[d['engine']].description if d['engine'] in BY_ID else 'unknown'}) v{d['engine_version']}"
                + (f", {_count(d['threads'], 'thread')}" if d["threads"] else "")
-               + (f", adaptive stage v{d['adapt_version']} (parameters {d['adapt_params']})" if d["adapt_version"]
-                  else ", no adaptive stage"))
+               + (f", adaptive stage v{d['adapt_version']}{_stage_models(d)} (parameters {d['adapt_params']})"
+                  if d["adapt_version"] else ", no adaptive stage"))
     from .modelfile import BUNDLED_DIR, installed, installed_names
     shelves = installed()
     known = [f"{n} ({'bundled' if shelves[n][0] == BUNDLED_DIR else 'yours'})"

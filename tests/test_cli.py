@@ -806,3 +806,12 @@ def test_verbose_shows_undecodable_names_as_errors_do(tmp_path):
     r = run("-1", "-v", "-q", name)
     assert_ok(r)
     assert "bad\\xffname.txt: 10 -> " in r.stderr and "bad\\xffname.txt.shz" in r.stderr
+
+
+def test_listing_names_the_levels_whose_stage_an_archive_has(tmp_path):
+    src = tmp_path / "t.txt"
+    src.write_bytes(b"the stage's models, named by level " * 200)
+    for level, named in (("-1", "the models of level -1 ("), ("-7", "the models of levels -7 / -8 / -9 (")):
+        assert_ok(run(level, "-f", "-q", src, "--model", Path(__file__).parent / "data" / "tiny-trained.safetensors"))
+        r = run("-l", tmp_path / "t.txt.shz")
+        assert named in r.stdout, r.stdout
