@@ -360,6 +360,9 @@ def load_model(spec: str | os.PathLike = "default") -> LoadedModel:
                              + ("reinstall shazip" if folder == BUNDLED_DIR else "add it again (shazip models --add)"))
         loaded = model_from_bytes(blob, f"model '{spec}'", path, read=False)  # checked when it was bundled
         loaded.name = spec  # what the user typed, not the name the file was trained under (`default`: "general")
+        for key, value in entry.get("figures", {}).items():  # what was recorded beside the file (its whole
+            if key != "bench":                                 # training: a fine-tune counts it on)
+                loaded.info.setdefault(key, value)
         return loaded
     path = Path(spec)
     if not path.is_file():

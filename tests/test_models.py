@@ -219,3 +219,14 @@ def test_adding_the_same_file_again_keeps_what_was_recorded_of_it(tmp_path, rand
     other = tmp_path / "other.safetensors"
     modelfile.save_model(trained.model, other, name="other")
     assert "bytes_seen_before" not in modelfile.bundle_model(other, "m", into=tmp_path)["figures"]
+
+
+def test_what_the_index_records_of_a_model_goes_with_it(tmp_path, random_model_path, monkeypatch):
+    """A fine-tune from an installed model counts all the training behind it, also what only its
+    index records (the bundled default's warm start: 214.9 MB in all, not its last 39.7 MB)."""
+    modelfile.bundle_model(random_model_path, "m", into=tmp_path)
+    index = json.loads((tmp_path / "index.json").read_text())
+    index["m"]["figures"]["bytes_seen_before"] = 175_000_000
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    monkeypatch.setenv("SHAZIP_MODELS", str(tmp_path))
+    assert load_model("m").info["bytes_seen_before"] == 175_000_000
