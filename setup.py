@@ -16,7 +16,7 @@ core = Pybind11Extension(
     "shazip._core",
     sorted(glob("csrc/**/*.cpp", recursive=True)),
     include_dirs=["csrc"],
-    depends=sorted(glob("csrc/**/*.h", recursive=True)),  # a changed header rebuilds the core
+    depends=sorted(glob("csrc/**/*.h", recursive=True) + glob("csrc/**/*.def", recursive=True)),  # a changed header rebuilds the core
     cxx_std=17,
     # Integer arithmetic only (see shazip/numerics.py): no flag here can change a result. -g0:
     # Python's own CFLAGS ask for debug information, which would make the module 5x larger.

@@ -291,26 +291,16 @@ class AdaptiveParams:
             raise CorruptArchive(f"adaptive stage parameters of {len(blob)} bytes (expected {size})")
         tb, hb, mb, mm, lr, orders, models = struct.unpack("<BBBBHBB", blob[:8])
         extras = int.from_bytes(blob[8:], "little")
-        if (models >> len(MODEL_FLAGS) or extras >> EXTRAS_OF[version] or not orders
-                or (version >= 2 and not extras >> EXTRAS_OF[version - 1])
-                or (extras >> EXTRA_FLAGS.index("digits") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)
-                or (extras >> EXTRA_FLAGS.index("class_mix") & 3 and not extras >> EXTRA_FLAGS.index("layered") & 1)
-                or (extras >> EXTRA_FLAGS.index("group_mix") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)
-                or (extras >> EXTRA_FLAGS.index("slow_final") & 1 and not extras >> EXTRA_FLAGS.index("layered") & 1)
-                or (extras >> EXTRA_FLAGS.index("order_mix") & 15 and not extras >> EXTRA_FLAGS.index("layered") & 1)
-                or (extras >> EXTRA_FLAGS.index("match_mix") & 1 and not models >> MODEL_FLAGS.index("match") & 1)
-                or (extras >> EXTRA_FLAGS.index("nn_final") & 1 and not models >> MODEL_FLAGS.index("nn") & 1)
-                or (extras >> EXTRA_FLAGS.index("seed_sets") & 1 and not extras >> EXTRA_FLAGS.index("warm") & 1)
-                or (extras >> EXTRA_FLAGS.index("group_apm") & 1 and not models >> MODEL_FLAGS.index("apm") & 1)
-                or (extras >> EXTRA_FLAGS.index("recover") & 1 and not models >> MODEL_FLAGS.index("match") & 1)):
-            raise CorruptArchive("adaptive stage parameters are damaged (unknown models, no context order, "
-                                 "digits without layered, the class, state or group mixer without layered, "
-                                 "the slow final mixer without layered, the order, place or match mixer without "
-                                 "layered, the match mixer without match, "
-                                 "the NN's final input without layered or the NN, seeded sets without warm, "
-                                 "recover without match, the group APM without the APMs)")
+        if models >> len(MODEL_FLAGS) or extras >> EXTRAS_OF[version] or not orders or (
+                version >= 2 and not extras >> EXTRAS_OF[version - 1]):
+            raise CorruptArchive(f"adaptive stage parameters are damaged (unknown models, no context order, or no "
+                                 f"model of version {version})")
         flags = {name: bool(models >> i & 1) for i, name in enumerate(MODEL_FLAGS)}
         flags.update({name: bool(extras >> i & 1) for i, name in enumerate(EXTRA_FLAGS)})
+        missing = [f"{name} without {need}" for name, needs in NEEDS.items() if flags[name]
+                   for need in needs if not flags[need]]
+        if missing:
+            raise CorruptArchive(f"adaptive stage parameters are damaged ({', '.join(missing)})")
         p = AdaptiveParams(tb, hb, mb, mm, lr, tuple(o for o in range(1, 9) if orders >> (o - 1) & 1), **flags)
         for name, (lo, hi) in ARCHIVE_LIMITS.items():
             if not lo <= getattr(p, name) <= hi:
@@ -318,25 +308,16 @@ class AdaptiveParams:
         return p
 
 
-VERSION = 17  # the newest arithmetic of csrc/stage; any change to it bumps this (archives record it)
-# What this shazip decodes: each version is the next one without the models it added.
-VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
-PARAMS_BYTES = {1: 8, 2: 9, 3: 9, 4: 10, 5: 10, 6: 10, 7: 10, 8: 10, 9: 11, 10: 11, 11: 11, 12: 11, 13: 11, 14: 12, 15: 12,
-                16: 13, 17: 13}
-MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte
-# bit i of `extras`: version 2's seven models, then version 3's, version 4's three, versions 5's to 7's one
-# each, version 8's two, version 9's three, version 10's two, versions 11's to 13's one each, version 14's three,
-# version 15's two, version 16's five (the fourth byte's last three bits and a fifth byte's first two), version
-# 17's five (the fifth byte's bits 2-6)
-EXTRA_FLAGS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",
-               "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",
-               "predicted", "class_mix", "state_mix", "cell_left", "cell_order",
-               "last_number", "runs", "groups", "group_word", "group_mix", "group_apm", "tokens", "indirect",
-               "slow_final", "places", "cell_up", "this_token", "nest", "seed_sets", "order_mix", "nn_final",
-               "place_mix", "match_mix")
-# how many of EXTRA_FLAGS each version has
-EXTRAS_OF = {1: 0, 2: 7, 3: 8, 4: 11, 5: 12, 6: 13, 7: 14, 8: 16, 9: 19, 10: 21, 11: 22, 12: 23, 13: 24, 14: 27, 15: 29,
-             16: 34, 17: 39}
+MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte: version 1's
+# The models beyond version 1's (bit i of `extras`: the i-th), each with the version that added it and
+# what it needs: the core's list (csrc/stage/models.def), the one source of them.
+STAGE_MODELS: list[dict] = core.load().stage_models()
+EXTRA_FLAGS = tuple(m["name"] for m in STAGE_MODELS)
+NEEDS = {m["name"]: tuple(m["needs"]) for m in STAGE_MODELS if m["needs"]}
+VERSION = max(m["version"] for m in STAGE_MODELS)  # the newest stage: each version added models
+VERSIONS = tuple(range(1, VERSION + 1))  # what this shazip decodes: each the next without the models it added
+EXTRAS_OF = {v: sum(m["version"] <= v for m in STAGE_MODELS) for v in VERSIONS}  # how many of EXTRA_FLAGS
+PARAMS_BYTES = {v: 8 + -(-EXTRAS_OF[v] // 8) for v in VERSIONS}  # 8 bytes, then the extras' bits
 # version 10's models and version 16's cell context, for tables only (`for_data`)
 TABLE_FLAGS = EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]] + ("cell_up",)
 TEXT_FLAGS = ("tokens", "this_token", "nest")  # versions 15's and 16's token models, for what is no table (`for_data`)

@@ -19,8 +19,6 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterable, Iterator
 
-from . import adaptive
-from .adaptive import AdaptiveParams, AdaptiveStage
 from .container import (
     ALL_METHODS, BLOCK_HEADER_BYTES, BOUND_HINT, COMPACT, MAGIC, OVERRUN, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader,
     ArchiveWriter, Header, Method, Place, chained, first_unit, read_upto, record_length, verify_block,
@@ -40,12 +38,14 @@ from .options import (
 )
 
 if TYPE_CHECKING:
+    from .adaptive import AdaptiveParams, AdaptiveStage
     from .codec import CodingStats
 
 
 
 def _stage_params(adapt: str | AdaptiveParams, level: Level, lanes: LanePolicy) -> AdaptiveParams | None:
     """The adaptive stage's parameters for `adapt` at `level` with `lanes` (None: the model alone)."""
+    from .adaptive import AdaptiveParams  # the native core's: archives of stored blocks decode without it
     if isinstance(adapt, AdaptiveParams):
         return adapt
     if adapt not in ADAPT_CHOICES:
@@ -67,6 +67,11 @@ def levels_of(params: AdaptiveParams) -> list[int]:
     return [n for n, lv in LEVELS.items()
             if any(models(_stage_params("cm", lv, LanePolicy(most, LANE_FLOOR, LANE_FLOOR)).for_kind(tabular)) == want
                    for most in (1, DEFAULT_LANES) for tabular in (False, True))]
+
+
+def _new_stage(params: AdaptiveParams) -> AdaptiveStage:
+    from .adaptive import AdaptiveStage
+    return AdaptiveStage(params)
 
 
 Progress = Callable[[int], None]
@@ -156,7 +161,7 @@ class Compressor:
         lv = LEVELS[level]
         self.lane_policy = lane_policy(lv, lanes, lv.model and resolve_device(device) != "cpu")
         self.params = _stage_params(adapt, lv, self.lane_policy)
-        self._for_data = not isinstance(adapt, AdaptiveParams)  # a level's models follow the input's kind
+        self._for_data = isinstance(adapt, str)  # a level's models follow the input's kind (not given parameters)
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
         self.threads, self.methods = resolve_threads(threads), methods
@@ -298,7 +303,7 @@ class ShazipCompressor:
             self._id = zlib.crc32(first)
         if self._index:
             header = replace(header, frame_index=self._index, output_id=self._id, link=self._link)
-        self._stage = _Once(lambda: AdaptiveStage(params)) if params else None
+        self._stage = _Once(lambda: _new_stage(params)) if params else None
         self._writer = ArchiveWriter(self._out, header)
 
     def _block(self, block: bytes, last: bool = False) -> None:
@@ -426,12 +431,13 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
         return found
 
     def stage() -> AdaptiveStage:
+        from . import adaptive
         if kind is not IntEngine:  # the encoder never writes this: the stage reads integer rows
             raise CorruptArchive(f"engine {h.engine} cannot drive the adaptive stage (damaged header?)")
         if h.adapt_version not in adaptive.VERSIONS:
             raise UnsupportedVersion(f"archive needs adaptive stage version {h.adapt_version}, which this shazip "
                                      f"does not have")
-        return AdaptiveStage(AdaptiveParams.unpack(h.adapt_params, h.adapt_version))
+        return adaptive.AdaptiveStage(adaptive.AdaptiveParams.unpack(h.adapt_params, h.adapt_version))
 
     key = (h.engine, h.engine_version, h.threads, h.model_id, h.model_name)
     get_engine = engines.setdefault(key, _engine(kind, loaded, h.threads if kind is FloatEngine else threads, device))

@@ -415,13 +415,13 @@ def test_digits_by_hand():
     assert after(b"a,b,c,d,e,f,g,h,i,9")[10:12] == (1, 256 + 128 * 7)  # fields 7 and later share sets
 
 
-def assert_refused_without(params: AdaptiveParams, needed: str, version: int, header_error: str, stage_error: str):
-    """`params` without the model `needed`, which one of its models requires: a header saying so
-    is damaged, and the stage refuses to be built."""
+def assert_refused_without(params: AdaptiveParams, model: str, needed: str, version: int):
+    """`params` without the model `needed`, which their `model` requires (csrc/stage/models.def):
+    a header saying so is damaged, and the stage refuses to be built."""
     lone = replace(params, **{needed: False})
-    with pytest.raises(CorruptArchive, match=header_error):
+    with pytest.raises(CorruptArchive, match=f"{model} without {needed}"):
         AdaptiveParams.unpack(lone.pack(), version)
-    with pytest.raises(ValueError, match=stage_error):
+    with pytest.raises(ValueError, match=f"the {model} model needs {needed}"):
         AdaptiveStage(lone)
 
 
@@ -447,7 +447,7 @@ def test_version_5_model_round_trips_and_counts():
     mixers (which it needs); without them it is refused."""
     bare = replace(SMALL.at_version(1), layered=True)
     assert_adds_model("digits", 5, bare)
-    assert_refused_without(replace(bare, digits=True), "layered", 5, "digits without layered", "layered")
+    assert_refused_without(replace(bare, digits=True), "digits", "layered", 5)
 
 
 @pytest.mark.parametrize("version", [5, 6, 7, 8])
@@ -505,8 +505,7 @@ def test_version_6_model_round_trips_and_counts():
     """The recovering match on version 5's stage, and on version 1's models (it needs only the
     match model); without the match model it is refused."""
     assert_adds_model("recover", 6, SMALL.at_version(1))
-    assert_refused_without(replace(SMALL.at_version(1), recover=True), "match", 6, "recover without match",
-                           "match model")
+    assert_refused_without(replace(SMALL.at_version(1), recover=True), "recover", "match", 6)
 
 
 def test_line_match_by_hand():
@@ -602,8 +601,7 @@ def test_version_9_models_round_trip_and_count():
     bare = replace(SMALL.at_version(1), layered=True)
     for flag in ("class_mix", "state_mix"):
         assert_adds_model(flag, 9, bare)
-        assert_refused_without(replace(bare, **{flag: True}), "layered", 9,
-                               "the class, state or group mixer without layered", "class, state and group mixers need")
+        assert_refused_without(replace(bare, **{flag: True}), flag, "layered", 9)
 
 
 @pytest.mark.parametrize("version, bits, unknown", [(10, 0b11111, 0b100111), (11, 0b111111, 0b1011111),
@@ -768,12 +766,10 @@ def test_version_14_models_round_trip_and_count():
     assert_adds_model("group_word", 14, SMALL.at_version(1))
     bare = replace(SMALL.at_version(1), layered=True)
     assert_adds_model("group_mix", 14, bare)
-    assert_refused_without(replace(bare, group_mix=True), "layered", 14,
-                           "the class, state or group mixer without layered", "class, state and group mixers need")
+    assert_refused_without(replace(bare, group_mix=True), "group_mix", "layered", 14)
     assert SMALL.at_version(1).apm
     assert_adds_model("group_apm", 14, SMALL.at_version(1))
-    assert_refused_without(replace(SMALL.at_version(1), group_apm=True), "apm", 14, "the group APM without the APMs",
-                           "group APM needs the APMs")
+    assert_refused_without(replace(SMALL.at_version(1), group_apm=True), "group_apm", "apm", 14)
 
 
 def test_tokens_by_hand():
@@ -902,8 +898,7 @@ def test_version_16_models_round_trip_and_count():
     history ring is then its own)."""
     bare = replace(SMALL.at_version(1), layered=True)
     assert_adds_model("slow_final", 16, bare)
-    assert_refused_without(replace(bare, slow_final=True), "layered", 16, "slow final mixer without layered",
-                           "slow final mixer needs")
+    assert_refused_without(replace(bare, slow_final=True), "slow_final", "layered", 16)
     assert_adds_model("places", 16, SMALL.at_version(1))
     assert_adds_model("cell_up", 16, replace(SMALL.at_version(1), match=False, column=False))
     assert_adds_model("this_token", 16, SMALL.at_version(1))
@@ -971,14 +966,35 @@ def test_version_17_models_round_trip_and_count():
     refused without what it needs."""
     warm, bare = replace(SMALL.at_version(1), warm=True), replace(SMALL.at_version(1), layered=True)
     assert_adds_model("seed_sets", 17, warm)
-    assert_refused_without(replace(warm, seed_sets=True), "warm", 17, "seeded sets without warm", "seeded weight sets")
+    assert_refused_without(replace(warm, seed_sets=True), "seed_sets", "warm", 17)
     for flag in ("order_mix", "place_mix", "match_mix"):
         assert_adds_model(flag, 17, bare)
-        assert_refused_without(replace(bare, **{flag: True}), "layered", 17, "order, place or match mixer without layered",
-                               "order, place and match mixers")
-    assert_refused_without(replace(bare, match_mix=True), "match", 17, "match mixer without match",
-                           "match mixer needs the match model")
+        assert_refused_without(replace(bare, **{flag: True}), flag, "layered", 17)
+    assert_refused_without(replace(bare, match_mix=True), "match_mix", "match", 17)
     assert_adds_model("nn_final", 17, bare)
-    assert_refused_without(replace(bare, nn_final=True), "layered", 17, "final input without layered", "final input")
-    assert_refused_without(replace(bare, nn_final=True), "nn", 17, "final input without layered or the NN",
-                           "final input needs the NN")
+    assert_refused_without(replace(bare, nn_final=True), "nn_final", "layered", 17)
+    assert_refused_without(replace(bare, nn_final=True), "nn_final", "nn", 17)
+
+
+def test_the_stage_models_have_one_list():
+    """csrc/stage/models.def is the list (the core hands it over): the parameters' fields, the
+    levels' choices and the spec's table follow it, and nothing else keeps one of its own."""
+    import importlib.util
+    from dataclasses import fields
+    from pathlib import Path
+
+    from shazip import options
+    from shazip.adaptive import MODEL_FLAGS, NEEDS, STAGE_MODELS, TEXT_FLAGS
+    names = [f.name for f in fields(AdaptiveParams)]
+    assert names[names.index(MODEL_FLAGS[0]):] == [*MODEL_FLAGS, *EXTRA_FLAGS]
+    versions = [m["version"] for m in STAGE_MODELS]
+    assert versions == sorted(versions) and set(versions) == set(range(2, VERSION + 1))  # each version adds models
+    assert all(set(n) <= set(EXTRA_FLAGS) | {"nn", "match", "apm"} for n in NEEDS.values())
+    drops = {d for lv in options.LEVELS.values() for d in lv.drop} | set(options.HEAVY) | set(TABLE_FLAGS) | set(TEXT_FLAGS)
+    assert drops <= set(EXTRA_FLAGS) | set(MODEL_FLAGS), drops - set(EXTRA_FLAGS) - set(MODEL_FLAGS)
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("stage_models", root / "docs" / "stage_models.py")
+    doc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc)
+    text = (root / "docs" / "format.md").read_text()
+    assert text[text.index(doc.HEAD) + len(doc.HEAD):text.index(doc.TAIL)].strip() == doc.render()

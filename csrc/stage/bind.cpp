@@ -168,6 +168,21 @@ std::vector<int> bit_history(const std::shared_ptr<Stage>& s, int state) {
 }  // namespace
 
 void bind_stage(py::module_& m) {
+  m.def(
+      "stage_models",
+      [] {
+        py::list out;
+        for (const StageModel& sm : STAGE_MODELS) {
+          py::dict d;
+          d["name"] = sm.name;
+          d["version"] = sm.version;
+          d["needs"] = py::str(sm.needs).attr("split")();
+          d["about"] = sm.about;
+          out.append(d);
+        }
+        return out;
+      },
+      "The stage's models beyond version 1's, in the order of their bits (csrc/stage/models.def).");
   py::class_<Stage, std::shared_ptr<Stage>>(m, "Stage", "The adaptive stage's tables, shared by lanes and blocks.")
       .def(py::init([](const std::vector<i64>& squash, int table_bits, int history_bits, int match_bits,
                        int match_min, int mixer_lr, const std::vector<int>& orders, bool word, bool column,

@@ -313,49 +313,35 @@ namespace shazip::stage {
 
 
 // The models adapt_version 2 added, each one bit of Params::extras (0 gives version 1's stage)
+// The models beyond version 1's (models.def, the one list of them): Extra's masks by bit, and each
+// model's name, version and needs (what `check_needs` and Python's shazip.adaptive read).
+enum ExtraBit : int {
+#define STAGE_MODEL(MASK, name, version, needs, about) MASK##_BIT,
+#include "models.def"
+#undef STAGE_MODEL
+  EXTRA_COUNT
+};
+
 enum Extra : u64 {
-  FIELDS = 1,       // the byte at this offset of this field in the line above
-  BRACKETS = 2,     // the open brackets and quoting
-  LAYERED = 4,      // two more weight sets (by the last byte; by how many contexts are known), a final mixer
-  SHAPE = 8,        // the classes of the last 6 bytes (digit, letter, case) with the field number
-  LOCAL_MATCH = 16,  // a second match model that finds the lane's own latest occurrence
-  LOCAL_CTX = 32,    // orders 3 and 6 of the lane's own statistics (the lane in the hash)
-  WARM = 64,         // the mixers' weight sets learn faster while young
-  MATCH_CTX = 128,   // version 3: what followed the match's predicted byte, as a context
-  FIELD_VALUE = 256,  // version 4: the current field's bytes so far, with the field number
-  FIELD_EQ = 512,     // version 4: whether the field so far repeats the line above's (numbers, repeats)
-  MATCH_APM = 1024,   // version 4: an APM by the match model's state
-  DIGITS = 2048,      // version 5: mixer 3's weight sets by the digits so far of a number and its field
-  RECOVER = 4096,     // version 6: a long match followed on past the byte it mispredicted (a field that differs)
-  LINE_MATCH = 8192,  // version 7: matches within this line and the last (a value copied from earlier in the record)
-  NUMBER = 16384,     // version 8: a number's digits by their place (before and after the point) and the last 2 bytes
-  RECORD = 32768,     // version 8: the field's bytes so far by the two words before them
-  PREDICTED = 65536,  // version 9: a match's predicted byte and the one before it, with c1 and a number's places
-  CLASS_MIX = 131072,  // version 9: a mixer by the classes of the last two bytes
-  STATE_MIX = 262144,  // version 9: a mixer by the field, the brackets' depth, quoting and being in a number
-  CELL_LEFT = 524288,    // version 10: the byte at this offset of the line's previous cell (a table's column)
-  CELL_ORDER = 1048576,  // version 10: the bits so far against the byte above in the cell (sorted columns, counters)
-  LAST_NUMBER = 2097152,  // version 11: the field so far by the word before it and the last number's size and lead
-  RUNS = 4194304,         // version 12: each context's last byte and how often in a row it came
-  GROUPS = 8388608,       // version 13: the last 8 byte groups, a word's or a number's letters or digits as one
-  GROUP_WORD = 16777216,  // version 14: the current word with the last 4 groups
-  GROUP_MIX = 33554432,   // version 14: a mixer by the last 3 groups
-  GROUP_APM = 67108864,   // version 14: an APM by the last 2 groups and the bits so far
+#define STAGE_MODEL(MASK, name, version, needs, about) MASK = u64(1) << MASK##_BIT,
+#include "models.def"
+#undef STAGE_MODEL
+  EXTRAS_ALL = (u64(1) << EXTRA_COUNT) - 1,
   GROUPS_ANY = GROUPS | GROUP_WORD | GROUP_MIX | GROUP_APM,
-  TOKENS = 134217728,     // version 15: the current token by the last 1, 2 and 3 tokens
-  INDIRECT = 268435456,   // version 15: the last 2 bytes that followed the order-1, 2 and 3 contexts
-  SLOW_FINAL = 536870912,  // version 16: the final mixer learns at a quarter of the mixers' rate
-  PLACES = 1073741824,     // version 16: a number's places with the last byte
-  CELL_UP = 2147483648u,   // version 16: the byte above in the cell, whether the cell repeats it, the cell and offset
-  THIS_TOKEN = 4294967296u,  // version 16: the current token alone (between tokens, the last one)
-  NEST = 8589934592u,        // version 16: that token with the innermost open bracket and the depth
-  SEED_SETS = 17179869184u,  // version 17: a mixer's weight set starts as mixer 1's current one
-  ORDER_MIX = 34359738368u,  // version 17: two mixers by the last byte and by the last two, with the bits so far
-  NN_FINAL = 68719476736u,   // version 17: the NN's stretch as an input of the final mixer
-  PLACE_MIX = 137438953472u,  // version 17: a mixer by the field, the column and the bits so far
-  MATCH_MIX = 274877906944u,  // version 17: a mixer by the match's predicted byte and the bits so far
-  EXTRAS_ALL = 549755813887u,
   CELLS = CELL_LEFT | CELL_ORDER | CELL_UP,  // the cells are tracked for any of these
+};
+
+struct StageModel {
+  const char* name;
+  int version;
+  const char* needs;  // space-separated: models' names, or "nn", "match", "apm"
+  const char* about;
+};
+
+inline constexpr StageModel STAGE_MODELS[EXTRA_COUNT] = {
+#define STAGE_MODEL(MASK, name, version, needs, about) {#name, version, needs, about},
+#include "models.def"
+#undef STAGE_MODEL
 };
 
 struct Params {
@@ -371,6 +357,23 @@ struct Params {
            extras == o.extras;
   }
 };
+
+// Refuses parameters with a model but not what it needs (models.def's `needs`).
+inline void check_needs(const Params& p) {
+  for (int i = 0; i < EXTRA_COUNT; ++i) {
+    if (!(p.extras >> i & 1)) continue;
+    const std::string needs = STAGE_MODELS[i].needs;
+    for (size_t at = 0; at < needs.size();) {
+      size_t end = needs.find(' ', at);
+      if (end == std::string::npos) end = needs.size();
+      const std::string need = needs.substr(at, end - at);
+      at = end + 1;
+      bool there = need == "nn" ? p.nn : need == "match" ? p.match : need == "apm" ? p.apm : false;
+      for (int j = 0; j < EXTRA_COUNT && !there; ++j) there = need == STAGE_MODELS[j].name && (p.extras >> j & 1);
+      if (!there) throw std::invalid_argument(std::string("the ") + STAGE_MODELS[i].name + " model needs " + need);
+    }
+  }
+}
 
 constexpr int FIELDS_MAX = 16;  // fields of a line tracked by the FIELDS model
 constexpr int WARM_UPDATES = 1024;  // WARM: a set's rate is 4x at first, 2.5x after this many updates
@@ -525,17 +528,7 @@ class Stage {
     if (p.has(THIS_TOKEN)) orders.push_back(THIS_TOKEN_CTX);
     if (p.has(NEST)) orders.push_back(NEST_CTX);
     if (p.extras & ~u64(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
-    if (p.has(DIGITS) && !p.has(LAYERED)) throw std::invalid_argument("the digits model needs the layered mixers");
-    if ((p.has(CLASS_MIX) || p.has(STATE_MIX) || p.has(GROUP_MIX)) && !p.has(LAYERED))
-      throw std::invalid_argument("the class, state and group mixers need the layered mixers");
-    if (p.has(SLOW_FINAL) && !p.has(LAYERED)) throw std::invalid_argument("the slow final mixer needs the layered mixers");
-    if ((p.has(ORDER_MIX) || p.has(NN_FINAL) || p.has(PLACE_MIX) || p.has(MATCH_MIX)) && !p.has(LAYERED))
-      throw std::invalid_argument("the order, place and match mixers and the NN's final input need the layered mixers");
-    if (p.has(MATCH_MIX) && !p.match) throw std::invalid_argument("the match mixer needs the match model");
-    if (p.has(NN_FINAL) && !p.nn) throw std::invalid_argument("the NN's final input needs the NN");
-    if (p.has(SEED_SETS) && !p.has(WARM)) throw std::invalid_argument("seeded weight sets need warm mixers");
-    if (p.has(GROUP_APM) && !p.apm) throw std::invalid_argument("the group APM needs the APMs");
-    if (p.has(RECOVER) && !p.match) throw std::invalid_argument("the recovering match needs the match model");
+    check_needs(p);
     for (int o : orders) {
       if (o == 1 && direct_.empty()) {
         direct_.assign(65536, 0);
