@@ -96,11 +96,9 @@ class TwinEngine:
 
     def step(self, state, prev: np.ndarray):
         """prev: int64 [B] previous bytes -> (state, int64 [B, 256] frequencies, all >= 1, on the CPU)."""
-        import torch
-
-        from .quant import GraphedStep
-        if isinstance(state, GraphedStep):
+        if self.graphs:  # `start` made a quant.GraphedStep
             return state, state(prev)
+        import torch
         with torch.no_grad():
             state, freq = self.model.step(state, torch.from_numpy(prev).to(self.model.device))
         return state, freq.cpu().numpy()
