@@ -202,6 +202,7 @@ def test_sigterm_stops_frames_at_once_without_waiting(tmp_path, text):
     wait_until_writing(p, tmp_path)  # start-up done, frames under way
     t = time.perf_counter()
     p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=30) == 128 + signal.SIGTERM
+    code = p.wait(timeout=30)
+    assert code == 128 + signal.SIGTERM, p.stderr.read().decode(errors="replace")
     assert time.perf_counter() - t < 2
     assert sorted(x.name for x in tmp_path.iterdir()) == ["t.txt"]
