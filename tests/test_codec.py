@@ -304,3 +304,27 @@ def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, te
     struct.pack_into("<I", blob, end, zlib.crc32(bytes(blob[:end])))
     with pytest.raises(CorruptArchive, match="cannot drive the adaptive stage"):
         shazip.decompress(bytes(blob), model=trained)
+
+
+# Each level's stage parameters as archives record them (before they are sized to the input), for
+# one lane and for several, for prose and for a table: written down when they were made, so that
+# a change to how levels are described (options.LEVELS) cannot change what any level writes.
+LEVEL_STAGES = {
+    1: ("161814061000af37",) * 4,
+    2: ("161814061000af37cfff272004", "161814061000af37cfff3f2004", "161814061000af37ffff272004",
+        "161814061000af37ffff3f2004"),
+    **dict.fromkeys((3, 4, 5, 6), ("161814061000af3bcfffe72004", "161814061000af3bcfffff2004",
+                                   "161814061000af3bffffe72004", "161814061000af3bffffff2004")),
+    **dict.fromkeys((7, 8, 9), ("161814061000af3fcfffe77f7f", "161814061000af3fcffffff77c",
+                                "161814061000af3fffffe77f7f", "161814061000af3ffffffff77c")),
+}
+
+
+def test_every_levels_stage_is_pinned():
+    from shazip.api import _stage_params
+    from shazip.options import LANE_FLOOR
+    assert set(LEVEL_STAGES) == set(LEVELS)
+    for n, level in LEVELS.items():
+        made = tuple(_stage_params("cm", level, LanePolicy(most, LANE_FLOOR, LANE_FLOOR)).for_kind(table).pack().hex()
+                     for most in (1, DEFAULT_LANES) for table in (False, True))
+        assert made == LEVEL_STAGES[n], n
