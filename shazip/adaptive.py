@@ -128,7 +128,7 @@ class AdaptiveParams:
     groups: a context of the last 8 byte groups (digits, lower- and upper-case letters each one
         group, a byte >= 128 one, every other byte its own), a word's or a number's run of
         letters or digits counted once: the shape of a line or statement whatever the lengths of
-        its words and numbers. Levels 3-6 leave `sparse` out (`Level.drop`): its time pays for
+        its words and numbers. Levels 3-6 leave `sparse` out (options.LEVELS): its time pays for
         this one's.
     Version 14 adds three more of the groups, for levels 7-9 (about 1.3 µs/byte more):
     group_word: a context of the current word with the last 4 groups (a word by the shape of what

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 def _stage_params(adapt: str | AdaptiveParams, level: Level, lanes: LanePolicy) -> AdaptiveParams | None:
     """The adaptive stage's parameters for `adapt` at `level` with `lanes` (None: the model alone)."""
-    from .adaptive import AdaptiveParams  # the native core's: archives of stored blocks decode without it
+    from .adaptive import EXTRA_FLAGS, MODEL_FLAGS, AdaptiveParams  # the core's: stored archives decode without it
     if isinstance(adapt, AdaptiveParams):
         return adapt
     if adapt not in ADAPT_CHOICES:
@@ -54,9 +54,10 @@ def _stage_params(adapt: str | AdaptiveParams, level: Level, lanes: LanePolicy) 
         if not level.model:
             raise UsageError("levels 1 and 2 code with the adaptive stage alone: it cannot be off (adapt 'none')")
         return None
-    params = AdaptiveParams(nn=level.model).at_version(level.stage)
     lane_own = ("local_match", "local_ctx") if lanes.one_lane else ()  # with one lane they repeat the shared ones
-    return replace(params, **dict.fromkeys(level.drop + lane_own, False))
+    chosen = set(level.models) - set(lane_own)
+    return AdaptiveParams(**{name: name in chosen for name in MODEL_FLAGS + EXTRA_FLAGS})
+
 
 def levels_of(params: AdaptiveParams) -> list[int]:
     """The levels whose stage has these models (for an input of either kind, in one lane or

@@ -57,35 +57,41 @@ class Level:
     """What a compression level (-1 .. -9) chooses. Every choice is recorded in the archive, so
     a decoder is told nothing. Measured on the suite: benchmarks/README.md, "Levels"."""
 
-    model: bool  # the neural model; without it the adaptive stage codes alone (~9x faster on the suite)
-    stage: int  # the adaptive stage's models: all of this version's (1: the plainest set; 17: the heaviest)
+    models: tuple[str, ...]  # the adaptive stage's models: version 1's (`nn`: the neural model) and models.def's
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
-    drop: tuple[str, ...] = ()  # models of that version it leaves out for their time (AdaptiveParams fields)
+
+    @property
+    def model(self) -> bool:
+        """Whether the neural model codes (without it the adaptive stage codes alone, ~9x faster)."""
+        return "nn" in self.models
 
 
-# Every level but -1 uses stage version 16's slow final mixer: 0.4-0.5 % smaller at every level,
-# prose too, for no time (benchmarks/README.md, "Stage version 16"), and version 17's seeded weight
-# sets: up to 0.2 % more, for no time ("Stage version 17"). Levels 3-6 use stage version
-# 13's models ("Stage version 13"): version 12's run inputs (the suite 0.5 % smaller at -6, every
-# file) and version 13's groups context (0.3 % more), without the sparse context: beside the groups
-# it is worth +0.01 %, and its time pays for theirs (the stage 7.4-7.8 µs/byte at the default's
-# lanes, as version 12's, within its 8). Levels 7-9 use every model: version 14's three more of the
-# groups (a context, a mixer, an APM: 0.3-0.5 % smaller for about 1.3 µs/byte more; "Stage version
-# 14"), version 15's tokens and indirect contexts (0.3 % smaller on structured text, 0.4-0.7 % on
-# prose, for about 2 µs/byte more at one lane; "Stage version 15") and version 16's contexts of
-# numbers, cells, tokens and brackets (0.5 % smaller on structured text) and version 17's order,
-# place and match mixers and the NN's final input (0.3-0.4 % smaller, for about 4 µs/byte more at one
-# lane, 16 % of -9's time end to end): a few per cent of their
-# time, where the model's long lanes cost several times the stage's. Level 2, the stage alone, keeps
-# version 11's models: there the stage is all of the time. Where every block is one lane (-2, -9)
-# the stage's models of a lane's own statistics are left out (LanePolicy.one_lane).
-HEAVY = ("group_word", "group_mix", "group_apm", "tokens", "indirect",  # versions 14-17's: -7 .. -9 only
-         "places", "cell_up", "this_token", "nest", "order_mix", "place_mix", "match_mix", "nn_final")
-DEFAULT_DROP = ("sparse",) + HEAVY
-LEVELS = {1: Level(False, 1, ONE_LANE), 2: Level(False, 17, ONE_LANE, ("runs", "groups") + HEAVY),
-          3: Level(True, 17, 2048, DEFAULT_DROP), 4: Level(True, 17, 4096, DEFAULT_DROP),
-          5: Level(True, 17, 8192, DEFAULT_DROP), 6: Level(True, 17, 16384, DEFAULT_DROP),
-          7: Level(True, 17, 65536), 8: Level(True, 17, 262144), 9: Level(True, 17, ONE_LANE)}
+# Each level's stage, written out (tests/test_codec.py pins what each makes). Why these, measured on
+# the suite (benchmarks/README.md, "Stage version 13" .. "Stage version 17"): every level but -1 uses
+# version 16's slow final mixer (0.4-0.5 % smaller for no time) and version 17's seeded weight sets
+# (up to 0.2 %). Levels 3-6 use version 12's run inputs (0.5 % smaller at -6) and version 13's groups
+# context (0.3 %), without the sparse context (+0.01 % beside the groups, for its time): the stage
+# 7.4-7.8 µs/byte at the default's lanes. Levels 7-9 add HEAVY: version 14's three of the groups (0.3-0.5 %
+# for about 1.3 µs/byte), version 15's tokens and indirect contexts (0.3-0.7 %, about 2 µs/byte at one
+# lane), version 16's contexts of numbers, cells, tokens and brackets (0.5 % on structured text) and
+# version 17's order, place and match mixers and the NN's final input (0.3-0.4 %, about 4 µs/byte at one
+# lane, 16 % of -9's time end to end): a few per cent of their time, where the model's long lanes cost
+# several times the stage's. Level 2, the stage alone, keeps version 11's models: there the stage is all
+# of the time. Where every block is one lane (-2, -9) the stage's models of a lane's own statistics are
+# left out (LanePolicy.one_lane).
+RECORDS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",  # 2-3
+           "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",  # 4-8
+           "predicted", "class_mix", "state_mix", "cell_left", "cell_order", "last_number")  # 9-11
+HEAVY = ("group_word", "group_mix", "group_apm", "tokens", "indirect", "places", "cell_up", "this_token", "nest",
+         "order_mix", "nn_final", "place_mix", "match_mix")
+STAGE_ALONE = ("word", "column", "sparse", "match", "apm") + RECORDS + ("slow_final", "seed_sets")
+DEFAULT_STAGE = ("word", "column", "nn", "match", "apm") + RECORDS + ("runs", "groups", "slow_final", "seed_sets")
+HEAVY_STAGE = ("word", "column", "sparse", "nn", "match", "apm") + RECORDS + (
+    "runs", "groups", "slow_final", "seed_sets") + HEAVY
+LEVELS = {1: Level(("word", "column", "sparse", "match", "apm"), ONE_LANE), 2: Level(STAGE_ALONE, ONE_LANE),
+          3: Level(DEFAULT_STAGE, 2048), 4: Level(DEFAULT_STAGE, 4096), 5: Level(DEFAULT_STAGE, 8192),
+          6: Level(DEFAULT_STAGE, 16384),
+          7: Level(HEAVY_STAGE, 65536), 8: Level(HEAVY_STAGE, 262144), 9: Level(HEAVY_STAGE, ONE_LANE)}
 DEFAULT_LEVEL = 6
 
 

@@ -990,7 +990,7 @@ def test_the_stage_models_have_one_list():
     versions = [m["version"] for m in STAGE_MODELS]
     assert versions == sorted(versions) and set(versions) == set(range(2, VERSION + 1))  # each version adds models
     assert all(set(n) <= set(EXTRA_FLAGS) | {"nn", "match", "apm"} for n in NEEDS.values())
-    drops = {d for lv in options.LEVELS.values() for d in lv.drop} | set(options.HEAVY) | set(TABLE_FLAGS) | set(TEXT_FLAGS)
+    drops = {d for lv in options.LEVELS.values() for d in lv.models} | set(TABLE_FLAGS) | set(TEXT_FLAGS)
     assert drops <= set(EXTRA_FLAGS) | set(MODEL_FLAGS), drops - set(EXTRA_FLAGS) - set(MODEL_FLAGS)
     root = Path(__file__).resolve().parents[1]
     spec = importlib.util.spec_from_file_location("stage_models", root / "docs" / "stage_models.py")

@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 import shazip
-from shazip.adaptive import TABLE_FLAGS, AdaptiveParams
+from shazip.adaptive import EXTRA_FLAGS, MODEL_FLAGS, TABLE_FLAGS, AdaptiveParams
 from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
 from shazip.container import Method
 from shazip.listing import describe
@@ -287,8 +287,8 @@ def test_a_level_uses_the_table_models_for_a_table_only(trained, text):
         params = AdaptiveParams.unpack(bytes.fromhex(head["adapt_params"]), head["adapt_version"])
         assert params.cell_left is params.cell_order is tables and params.last_number
         assert shazip.decompress(blob, model=trained) == data
-    level = LEVELS[DEFAULT_LEVEL]
-    prose = replace(AdaptiveParams().at_version(level.stage), **dict.fromkeys(level.drop + TABLE_FLAGS, False))
+    prose = AdaptiveParams(**{f: f in LEVELS[DEFAULT_LEVEL].models and f not in TABLE_FLAGS
+                              for f in MODEL_FLAGS + EXTRA_FLAGS})
     assert blob == shazip.compress(text[:6000], model=trained, lanes=2, methods=frozenset({Method.MIXED}), adapt=prose)
 
 
