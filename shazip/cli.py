@@ -48,8 +48,34 @@ class Terminated(BaseException):
         self.signum = signum
 
 
+_held: list[int] | None = None  # signals that arrived while held (None: not holding)
+
+
+def _ending(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
 def _on_signal(signum: int, _frame) -> None:
-    raise Terminated(signum)
+    if _held is not None:
+        _held.append(signum)
+        return
+    raise _ending(signum)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """An ending signal that arrives within is raised (Terminated, KeyboardInterrupt) as the block ends, not inside
+    it: between a temporary file's creation and the assignment of its name, where nothing could
+    remove it. Held in Python, not by the thread's signal mask: a signal that another thread
+    receives still runs its handler here, on the main thread."""
+    global _held
+    _held = []
+    try:
+        yield
+    finally:
+        held, _held = _held, None
+        if held:
+            raise _ending(held[0])
 
 
 ENDING_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n))
@@ -196,11 +222,13 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
     if os.path.lexists(dest) and not force:
         raise OutputExists(f"{path}: already exists (use -f to overwrite)")
     src = os.stat(like) if like is not None else None
+    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    except OSError as e:
-        raise FileTrouble(f"{path}: cannot write ({e.strerror})") from None
-    try:
+        with _signals_held():
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+            except OSError as e:
+                raise FileTrouble(f"{path}: cannot write ({e.strerror})") from None
         with os.fdopen(fd, "wb") as f:
             if src is not None:
                 mode = src.st_mode & 0o777
@@ -225,7 +253,7 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
         except OSError as e:
             raise FileTrouble(f"{path}: cannot write ({e.strerror})") from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
 
 
@@ -246,7 +274,9 @@ def _bound_heap() -> None:
 def run_command(body: Callable[[], None]) -> None:
     """Runs a command body, turning every expected failure into one line + exit code."""
     _bound_heap()
-    old = {n: signal.signal(n, _on_signal) for n in ENDING_SIGNALS}
+    # Ctrl-C too, where it raises KeyboardInterrupt (not where it is ignored: a background job)
+    ending = ENDING_SIGNALS + ((signal.SIGINT,) if signal.getsignal(signal.SIGINT) is signal.default_int_handler else ())
+    old = {n: signal.signal(n, _on_signal) for n in ending}
     try:
         body()
     except ShazipError as e:

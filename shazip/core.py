@@ -17,7 +17,7 @@ import struct
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from .errors import ContractError, CoreUnavailable, UsageError
+from .errors import ContractError, CoreUnavailable, UsageError, raise_interruption
 from .numerics import CONTRACT, TABLES
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ def load() -> ModuleType:
             check_file(importlib.util.find_spec(f"{__package__}._core"))
             from . import _core
         except ImportError as e:
+            raise_interruption(e)
             raise CoreUnavailable(f"shazip's native core is missing or damaged ({str(e).splitlines()[0]}); "
                                   f"reinstall shazip to build it (a C++ compiler is needed)") from None
         if getattr(_core, "ABI", None) != ABI:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from . import core
-from .errors import UnsupportedVersion, UsageError
+from .errors import UnsupportedVersion, UsageError, raise_interruption
 from .modelfile import LoadedModel
 from .numerics import ENGINE_VERSION
 from .options import DEVICES
@@ -190,7 +190,8 @@ def need_torch(what: str):
     of shazip has no torch)."""
     try:
         import torch
-    except ImportError:
+    except ImportError as e:
+        raise_interruption(e)
         raise UsageError(f"{what} needs torch, which is not installed: pip install 'shazip[train]' "
                          "(README, \"Install\", for the CPU wheel)") from None
     return torch

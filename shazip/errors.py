@@ -68,3 +68,12 @@ class UsageError(ShazipError):
     """Bad arguments or input file problems (missing file, unreadable)."""
 
     exit_code = 2
+
+
+def raise_interruption(e: ImportError) -> None:
+    """Raises the interruption (Ctrl-C, a signal's exception) that made an import fail, if one
+    did: an extension module interrupted as it initialises fails as ImportError("initialization
+    failed") caused by it, which would otherwise read as a missing or damaged module."""
+    cause = e.__cause__ or e.__context__
+    if cause is not None and not isinstance(cause, Exception):
+        raise cause

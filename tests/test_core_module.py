@@ -3,6 +3,7 @@ non-zero exit, never a crash or a hang."""
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import subprocess
 import sys
@@ -27,6 +28,37 @@ def test_damaged_core_file_is_refused_before_loading(tmp_path, damage):
     with pytest.raises(ImportError):
         core.check_file(spec)
     core.check_file(importlib.util.find_spec("shazip._core"))  # the real one passes
+
+
+class _InterruptedLoader(importlib.abc.Loader):
+    """Fails as pybind11 does when Ctrl-C lands while the core initialises: ImportError("initialization
+    failed") raised from the KeyboardInterrupt."""
+
+    def create_module(self, spec):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise ImportError("initialization failed") from e
+
+    def exec_module(self, module) -> None:
+        pass
+
+
+class _InterruptedFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "shazip._core":
+            return None
+        return importlib.util.spec_from_file_location(name, _core.__file__, loader=_InterruptedLoader())
+
+
+def test_an_interruption_while_the_core_loads_stays_one(monkeypatch):
+    """Not "the native core is missing or damaged" (exit 1): the run ends as interrupted (exit 130)."""
+    monkeypatch.setattr(sys, "meta_path", [_InterruptedFinder(), *sys.meta_path])
+    monkeypatch.delitem(sys.modules, "shazip._core")
+    monkeypatch.delattr(shazip, "_core")
+    monkeypatch.setattr(core, "_module", None)
+    with pytest.raises(KeyboardInterrupt):
+        core.load()
 
 
 def test_missing_core_is_one_line(tmp_path, text):

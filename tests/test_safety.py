@@ -12,6 +12,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 
@@ -163,8 +164,27 @@ def test_hangup_and_quit_leave_no_temporary_file(tmp_path, text, sig):
                          stdin=subprocess.DEVNULL)
     wait_until_writing(p, tmp_path)  # start-up done, blocks under way
     p.send_signal(sig)
-    assert p.wait(timeout=30) == 128 + sig
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + sig, err.decode(errors="replace")
     assert listing(tmp_path) == ["t.txt"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_as_the_temporary_file_is_made_leaves_none(tmp_path, monkeypatch, sig):
+    """The signal lands on the first bytecode after the temporary file exists, before its name is
+    held anywhere (a run killed as it starts): it ends the run, and no temporary file is left."""
+    made = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        fd, name = made(*args, **kwargs)
+        os.kill(os.getpid(), sig)  # the handler runs at the next bytecode, still in here
+        return fd, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    (tmp_path / "a.txt").write_bytes(b"a" * 100)
+    r = run("-q", tmp_path / "a.txt")
+    assert r.exit_code == (130 if sig == signal.SIGINT else 128 + sig), r.stderr
+    assert listing(tmp_path) == ["a.txt"]
 
 
 def test_a_damaged_archive_stays_an_error(trained, text):
