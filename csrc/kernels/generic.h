@@ -219,7 +219,7 @@ static void out_freq(const i32* __restrict acc, i64 e, const i64* __restrict m, 
   for (i64 j = 0; j < n; ++j) freq[j] = max64(expo[min64(mx - logits[j], EXP_OUT_MAX)], 1);
 }
 
-// ---- the adaptive stage's mixers (stage/components.h; their rules: the contract atop stage/stage.h)
+// ---- the adaptive stage's mixers (stage/mixer.h; their rules: the contract atop stage/stage.h)
 // sum w_i x_i, exact in int64 whatever the order (|w_i| <= 2**24, |x_i| <= 4095)
 static i64 mixer_dot(const i32* __restrict w, const i32* __restrict x, i64 n) {
   i64 s = 0;

@@ -62,15 +62,15 @@ Lane lane_after(const std::string& s) {
   auto byte_at = [&](u32 q) { return int(u8(s[q])); };
   int before = 0;
   for (unsigned char c : s) {
-    L.above = Stage::field_above(L, byte_at);
-    Stage::cells_before(L, byte_at);
+    L.above = field_above(L, byte_at);
+    cells_before(L, byte_at);
     ++L.coded;
     L.hist = L.hist << 8 | c;
-    Stage::structure(L, c, before, EXTRAS_ALL);
+    track(L, c, before, EXTRAS_ALL);
     before = c;
   }
-  L.above = Stage::field_above(L, byte_at);
-  Stage::cells_before(L, byte_at);
+  L.above = field_above(L, byte_at);
+  cells_before(L, byte_at);
   return L;
 }
 
@@ -87,8 +87,8 @@ py::tuple structure_after(const py::bytes& data) {
   std::vector<u32> starts(L.field_start.begin(), L.field_start.begin() + L.field + 1);
   std::vector<u32> prev(L.prev_field_start.begin(), L.prev_field_start.begin() + L.prev_fields);
   return py::make_tuple(L.field, starts, prev, L.stack, L.depth, L.quoted, L.shape, L.above,
-                        L.field_eq, L.value, L.digits, Stage::mixer3_set(L, 0, true), L.num_int, L.num_frac,
-                        L.num_point, Stage::class_set(L, 0), Stage::state_set(L, 0), L.cell,
+                        L.field_eq, L.value, L.digits, last_byte_set(L, 0, true), L.num_int, L.num_frac,
+                        L.num_point, class_set(L, 0), state_set(L, 0), L.cell,
                         std::vector<u32>(L.cell_start.begin(), L.cell_start.begin() + L.cell + 1), L.left, L.left_eq,
                         L.up, L.up_eq, L.last_num, L.groups, L.group_repeat, L.token,
                         std::vector<u32>(L.tokens.begin(), L.tokens.end()));
@@ -112,12 +112,12 @@ std::array<u32, 3> indirect_after(const py::bytes& data, int table_bits) {
 py::tuple cell_contexts(const py::bytes& data, int k, int c0) {
   require(k >= 0 && k < 8 && c0 >> k == 1, "bit k in 0..7 and c0 with k bits after its leading 1");
   const Lane L = lane_after(std::string(data));
-  return py::make_tuple(Stage::order_context(L, k, c0), Stage::left_band(L), Stage::up_context(L));
+  return py::make_tuple(order_context(L, k, c0), left_band(L), up_context(L));
 }
 
 // RECOVER's state after byte c: (ptr, len, misses) from the recovering match's (ptr, len, misses)
 // and predicted byte r, and the match models' (len, ptr, predicted byte) before c (-1: none)
-py::tuple recover_step(u64 ptr, u32 len, u32 miss, int r, const std::vector<std::tuple<u32, u64, int>>& matches,
+py::tuple recover_step_of(u64 ptr, u32 len, u32 miss, int r, const std::vector<std::tuple<u32, u64, int>>& matches,
                        int c) {
   if (matches.size() > 2) throw std::invalid_argument("at most two match models");
   Lane::Match M[2];
@@ -127,7 +127,7 @@ py::tuple recover_step(u64 ptr, u32 len, u32 miss, int r, const std::vector<std:
     M[m].ptr = std::get<1>(matches[m]);
     predicted[m] = std::get<2>(matches[m]);
   }
-  const Lane::Recovering R = Stage::recover_step({ptr, len, miss}, r, M, predicted, int(matches.size()), c);
+  const Lane::Recovering R = stage::recover_step({ptr, len, miss}, r, M, predicted, int(matches.size()), c);
   return py::make_tuple(R.ptr, R.len, R.miss);
 }
 
@@ -201,7 +201,7 @@ void bind_stage(py::module_& m) {
       .def("restore", &Stage::restore)
       .def_property_readonly("position", &Stage::position)
       .def_property_readonly("bytes", &Stage::bytes)
-      .def_property_readonly("final_rate", [](const Stage& s) { return Stage::final_rate(s.params()); })
+      .def_property_readonly("final_rate", [](const Stage& s) { return Mixers::final_rate(s.params()); })
       .def("squash", [](const Stage& s, int x) { return s.tables().sq(x); })
       .def("stretch", [](const Stage& s, int p) { return s.tables().st(p); });
   py::class_<Encoder>(m, "StageEncoder", "Codes one block through the stage, a step at a time.")
@@ -242,33 +242,33 @@ void bind_stage(py::module_& m) {
         py::arg("warm") = 0, py::arg("seen") = 0);
   m.def("structure_after", &structure_after);
   m.def("indirect_after", &indirect_after);
-  m.def("places_context", [](const py::bytes& data) { return Stage::places_context(lane_after(std::string(data))); });
+  m.def("places_context", [](const py::bytes& data) { return places_context(lane_after(std::string(data))); });
   m.def("this_token_context",
-        [](const py::bytes& data) { return Stage::this_token_context(lane_after(std::string(data))); });
+        [](const py::bytes& data) { return this_token_context(lane_after(std::string(data))); });
   m.def("mixer_seed_steps", &mixer_seed_steps);
   m.def("order2_set", [](const py::bytes& data, int c0) {
     require(c0 >= 1 && c0 < 256, "c0 must be in [1, 255]");
-    return Stage::order2_set(lane_after(std::string(data)), c0);
+    return order2_set(lane_after(std::string(data)), c0);
   });
   m.def("place_set", [](const py::bytes& data, int c0) {
     require(c0 >= 1 && c0 < 256, "c0 must be in [1, 255]");
-    return Stage::place_set(lane_after(std::string(data)), c0);
+    return place_set(lane_after(std::string(data)), c0);
   });
   m.def("match_set", [](int e, int c0) {
     require(e >= -1 && e < 256 && c0 >= 1 && c0 < 256, "e must be in [-1, 255], c0 in [1, 255]");
-    return Stage::match_set(e, c0);
+    return predicted_set(e, c0);
   });
-  m.def("nest_context", [](const py::bytes& data) { return Stage::nest_context(lane_after(std::string(data))); });
+  m.def("nest_context", [](const py::bytes& data) { return nest_context(lane_after(std::string(data))); });
   m.def("cell_contexts", &cell_contexts);
   m.def("byte_class", [](int c) {
     require(c >= 0 && c < 256, "a byte");
-    return Stage::byte_class(c);
+    return byte_class(c);
   });
   m.def("apm_step", &apm_step);
-  m.def("recover_step", &recover_step);
+  m.def("recover_step", &recover_step_of);
   m.def("run_after", [](u32 e, u32 chk, int c) {
     require(chk < 256 && c >= 0 && c < 256, "a check byte and a byte");
-    return Stage::run_after(e, chk, c);
+    return run_after(e, chk, c);
   });
   m.def("line_match_trace", &line_match_trace);
   m.def("bit_history", &bit_history);

@@ -295,520 +295,46 @@
 // The only floating point is the optional measurement of the ideal code length (sum of
 // -log2 p of the coded bits), which is reported and never read back.
 #pragma once
+// The stage is made of components, one file each, composed by the Stage below: nn_inputs.h (the
+// NN's inputs), context_maps.h (the context models: contexts.h's contexts, lane.h's lane state,
+// runs.h), matches.h (the match models, RECOVER, LINE_MATCH), cells.h (the tables' inputs),
+// mixers.h (the mixers, by what selects their weight sets), apms.h (the APM stages); history.h
+// is the block's byte ring, params.h the parameters and the models' registry (models.def).
 
 #include <algorithm>
 #include <array>
-#include <cstdint>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "common.h"
 #include "coder/binary.h"
-#include "stage/components.h"
+#include "stage/apms.h"
+#include "stage/cells.h"
+#include "stage/context_maps.h"
+#include "stage/contexts.h"
+#include "stage/history.h"
+#include "stage/lane.h"
+#include "stage/matches.h"
+#include "stage/mixers.h"
+#include "stage/nn_inputs.h"
+#include "stage/params.h"
+#include "stage/tables.h"
 
 namespace shazip::stage {
-
-
-// The models adapt_version 2 added, each one bit of Params::extras (0 gives version 1's stage)
-// The models beyond version 1's (models.def, the one list of them): Extra's masks by bit, and each
-// model's name, version and needs (what `check_needs` and Python's shazip.adaptive read).
-enum ExtraBit : int {
-#define STAGE_MODEL(MASK, name, version, needs, about) MASK##_BIT,
-#include "models.def"
-#undef STAGE_MODEL
-  EXTRA_COUNT
-};
-
-enum Extra : u64 {
-#define STAGE_MODEL(MASK, name, version, needs, about) MASK = u64(1) << MASK##_BIT,
-#include "models.def"
-#undef STAGE_MODEL
-  EXTRAS_ALL = (u64(1) << EXTRA_COUNT) - 1,
-  GROUPS_ANY = GROUPS | GROUP_WORD | GROUP_MIX | GROUP_APM,
-  CELLS = CELL_LEFT | CELL_ORDER | CELL_UP,  // the cells are tracked for any of these
-};
-
-struct StageModel {
-  const char* name;
-  int version;
-  const char* needs;  // space-separated: models' names, or "nn", "match", "apm"
-  const char* about;
-};
-
-inline constexpr StageModel STAGE_MODELS[EXTRA_COUNT] = {
-#define STAGE_MODEL(MASK, name, version, needs, about) {#name, version, needs, about},
-#include "models.def"
-#undef STAGE_MODEL
-};
-
-struct Params {
-  int table_bits, history_bits, match_bits, match_min, mixer_lr;
-  std::vector<int> orders;
-  bool word, column, sparse, nn, match, apm;
-  u64 extras;
-  bool has(Extra e) const { return extras & e; }
-  bool operator==(const Params& o) const {
-    return table_bits == o.table_bits && history_bits == o.history_bits && match_bits == o.match_bits &&
-           match_min == o.match_min && mixer_lr == o.mixer_lr && orders == o.orders && word == o.word &&
-           column == o.column && sparse == o.sparse && nn == o.nn && match == o.match && apm == o.apm &&
-           extras == o.extras;
-  }
-};
-
-// Refuses parameters with a model but not what it needs (models.def's `needs`).
-inline void check_needs(const Params& p) {
-  for (int i = 0; i < EXTRA_COUNT; ++i) {
-    if (!(p.extras >> i & 1)) continue;
-    const std::string needs = STAGE_MODELS[i].needs;
-    for (size_t at = 0; at < needs.size();) {
-      size_t end = needs.find(' ', at);
-      if (end == std::string::npos) end = needs.size();
-      const std::string need = needs.substr(at, end - at);
-      at = end + 1;
-      bool there = need == "nn" ? p.nn : need == "match" ? p.match : need == "apm" ? p.apm : false;
-      for (int j = 0; j < EXTRA_COUNT && !there; ++j) there = need == STAGE_MODELS[j].name && (p.extras >> j & 1);
-      if (!there) throw std::invalid_argument(std::string("the ") + STAGE_MODELS[i].name + " model needs " + need);
-    }
-  }
-}
-
-constexpr int FIELDS_MAX = 16;  // fields of a line tracked by the FIELDS model
-constexpr int WARM_UPDATES = 1024;  // WARM: a set's rate is 4x at first, 2.5x after this many updates
-constexpr u32 APM1_FIELDS = 8;  // FIELD_EQ: APM 1's contexts tell fields 0..6 and 7 or later apart
-constexpr u32 DIGITS_MAX = 16;  // DIGITS: a run of digits is counted up to this
-constexpr u32 DIGIT_FIELDS = 8;  // DIGITS: mixer 3's sets tell fields 0..6 and 7 or later apart
-constexpr u32 RECOVER_MIN = 16;  // RECOVER: a match this long is followed on past a miss
-constexpr u32 RECOVER_MISSES = 16;  // ... until it has missed this many bytes
-constexpr u32 RECOVER_LENS = 16, RECOVER_MISS_BANDS = 4;  // its map's contexts: min(len, 15), min(miss, 4)
-constexpr int LINE_BITS = 16;  // LINE_MATCH: log2 of its heads (the last position of each lane's 2-byte context)
-constexpr u32 LINE_LENS = 16;  // its maps' contexts: min(len, 15)
-constexpr int LINE_MATCHERS = 2;  // one takes candidates in this line, one also in the line before
-constexpr u32 CLASS_SETS = 32;  // CLASS_MIX: byte_class's classes
-constexpr u32 STATE_SETS = FIELDS_MAX * 16;  // STATE_MIX: by the field (16), depth (4), quoting and number
-constexpr u32 NUM_PLACES = 15;  // NUMBER: a number's digits before and after its point are counted to at most this
-constexpr u32 CELLS_MAX = 16;  // CELL_*: cells of a line tracked (the last takes the rest)
-constexpr u32 ORDER_CELLS = 8;  // CELL_ORDER's and CELL_LEFT's maps tell cells 0..6 and 7 or later apart
-constexpr u32 LEFT_LEN = 8;  // CELL_LEFT's predicted byte counts as a match of this length
-constexpr u32 UP_OFFSETS = 16;  // CELL_UP: a byte's offset in its cell is counted to at most 15
-constexpr int RUN_BITS_BELOW = 5;  // RUNS: a model's run table has 2**(table_bits - this) entries
-constexpr u32 RUN_COUNTS = 16;  // RUNS: its map's contexts tell runs of 1..14 and 15 or more apart
-constexpr int GROUP_SET_BITS = 12;  // GROUP_MIX: its weight sets (per bit position) by a hash of the last 3 groups
-constexpr u32 GROUP_SETS = u32(1) << GROUP_SET_BITS;
-constexpr int ORDER_SET_BITS = 16;  // ORDER_MIX: each mixer's sets (c1 and c0; a hash of c2 c1 and c0)
-constexpr u32 ORDER_SETS = u32(1) << ORDER_SET_BITS;
-constexpr u32 PLACE_MAX = 16;  // PLACE_MIX: fields 0..14 and 15 or later, columns 0..14 and 15 or later
-constexpr u32 PLACE_SETS = PLACE_MAX * PLACE_MAX * 256, MATCH_SETS = 257 * 256;  // PLACE_MIX's, MATCH_MIX's
-
-// One lane's context within a block: its own previous bytes, words, lines and match
-struct Lane {
-  u64 hist = 0;       // last 8 bytes, most recent in the low byte
-  u32 word = 0;       // hash of the current alphabetic word (0 outside words)
-  u32 prev_word = 0;  // hash of the word before it
-  u32 word2 = 0;      // RECORD: hash of the word before prev_word
-  u32 line = 0;       // lane offset where the current line starts (after a '\n')
-  u32 prev_line = 0;  // ... and where the previous one started
-  struct Match {
-    u64 ptr = 0;  // global position of the predicted byte (valid while len > 0)
-    u32 len = 0;  // match length in bytes (0: none)
-  };
-  std::array<Match, 2> match{};  // the match models' (the second: LOCAL_MATCH)
-  // RECOVER: a match that mispredicted, followed on as if the byte had been replaced (none: 0 misses)
-  struct Recovering {
-    u64 ptr = 0;
-    u32 len = 0;   // bytes it predicted since its last miss
-    u32 miss = 0;  // its misses (0: none followed)
-  } recover;
-  std::array<Match, LINE_MATCHERS> line_match{};  // LINE_MATCH: the last 2 bytes' latest occurrence in this line (in these 2 lines)
-  u32 coded = 0;      // bytes of this lane coded so far
-  // FIELDS: the current line's field starts (lane offsets), and the previous line's
-  u32 field = 0, prev_fields = 0;
-  std::array<u32, FIELDS_MAX> field_start{}, prev_field_start{};
-  // BRACKETS: open brackets (innermost in the low byte), how many, and inside a "string"
-  u64 stack = 0;
-  u32 depth = 0;
-  bool quoted = false;
-  u32 shape = 0;  // SHAPE: the last bytes' classes, 5 bits each, the latest in the low bits
-  u32 value = 0;  // FIELD_VALUE: hash of the current field's bytes (0: none yet)
-  // FIELD_EQ: this byte's FIELDS context byte (256 + the byte above in the field, 0: none), and
-  // whether every byte of the current field so far equalled its byte above
-  u32 above = 0;
-  bool field_eq = true;
-  u32 digits = 0;  // DIGITS: the digits ending at the last byte (at most DIGITS_MAX)
-  // NUMBER: the current number's digits before its point and after it (0: not in a number)
-  u32 num_int = 0, num_frac = 0;
-  bool num_point = false;
-  // CELL_*: the current cell, this line's cell starts and the previous line's; the bytes at this
-  // offset of the previous cell (left) and of this cell in the line above (up: 256 + byte, 0:
-  // none), formed before each byte, and whether every byte of the cell so far equalled its own
-  u32 cell = 0, prev_cells = 0;
-  std::array<u32, CELLS_MAX> cell_start{}, prev_cell_start{};
-  u32 left = 0, up = 0;
-  bool left_eq = true, up_eq = true;
-  // LAST_NUMBER: the current number's first two digits, and the last number's digits before its
-  // point << 8 | their lead (0: none yet)
-  u32 lead = 0, last_num = 0;
-  // GROUPS: the last 8 byte groups (the latest in the low byte), and whether the last byte's
-  // group repeated the latest (a letter or digit within a word or number: not added again)
-  u64 groups = 0;
-  bool group_repeat = false;
-  // TOKENS: the hash of the current token (0 outside one) and the last 3 tokens ended, the latest first
-  u32 token = 0;
-  std::array<u32, 3> tokens{};
-};
-
-// INDIRECT's tables, shared by the lanes: the last 2 bytes (the latest low) that followed each
-// order-1, order-2 and hashed order-3 context
-class Indirect {
- public:
-  Indirect() = default;
-  explicit Indirect(int table_bits) : o1_(256), o2_(65536), o3_(size_t(1) << (table_bits - 1)), shift_(33 - table_bits) {}
-  // the entries of a lane's contexts (its last bytes `hist`, the latest low)
-  std::array<u32, 3> entries(u64 hist) const { return {o1_[hist & 0xFF], o2_[hist & 0xFFFF], o3_[index3(hist)]}; }
-  // byte c followed the contexts of `hist`
-  void update(u64 hist, int c) {
-    for (u16* e : {&o1_[hist & 0xFF], &o2_[hist & 0xFFFF], &o3_[index3(hist)]}) *e = u16(*e << 8 | c);
-  }
-  size_t bytes() const { return (o1_.size() + o2_.size() + o3_.size()) * sizeof(u16); }
-
- private:
-  size_t index3(u64 hist) const { return hash32(u32(hist & 0xFFFFFF)) >> shift_; }
-  std::vector<u16> o1_, o2_, o3_;
-  int shift_ = 32;
-};
-
-// Where a byte is being coded: which history bytes are already known to the decoder
-struct Where {
-  u64 base, span, lanes;
-  const std::vector<Lane>* lane;
-};
 
 class Stage {
  public:
   // k: the kernel path of the mixers' arithmetic (any gives the same results)
   Stage(const std::vector<i64>& squash, const Params& p, const kernels::Kernels& k)
-      : prm_(p), tb_(std::make_shared<const Tables>(squash)), k_(&k) {
-    if (p.table_bits < 10 || p.table_bits > 30) throw std::invalid_argument("table_bits must be in [10, 30]");
-    if (p.history_bits < 10 || p.history_bits > 32) throw std::invalid_argument("history_bits must be in [10, 32]");
-    if (p.match_bits < 8 || p.match_bits > 28) throw std::invalid_argument("match_bits must be in [8, 28]");
-    if (p.match_min < 2 || p.match_min > 8) throw std::invalid_argument("match_min must be in [2, 8]");
-    for (int o : p.orders)
-      if (o < 1 || o > 8) throw std::invalid_argument("context orders must be in [1, 8]");
-    std::vector<u32> init(256);
-    for (int s = 0; s < 256; ++s) {
-      const int n0 = tb_->history.n0(s), n1 = tb_->history.n1(s);
-      init[s] = u32((i64(2 * n1 + 1) << P22_BITS) / (2 * (n0 + n1) + 2)) << COUNT_BITS;
-    }
-    std::vector<int> orders = p.orders;
-    if (p.word) orders.insert(orders.end(), {WORD, WORD_PAIR});
-    if (p.column) orders.push_back(COLUMN);
-    if (p.sparse) orders.push_back(SPARSE);
-    if (p.has(FIELDS)) orders.push_back(FIELD);
-    if (p.has(BRACKETS)) orders.push_back(BRACKET);
-    if (p.has(SHAPE)) orders.push_back(SHAPES);
-    if (p.has(LOCAL_CTX)) orders.insert(orders.end(), {LOCAL3, LOCAL6});
-    if (p.has(MATCH_CTX)) orders.push_back(MATCHED);
-    if (p.has(FIELD_VALUE)) orders.push_back(VALUE);
-    if (p.has(NUMBER)) orders.push_back(NUMBER_CTX);
-    if (p.has(RECORD)) orders.push_back(RECORD_CTX);
-    if (p.has(PREDICTED)) orders.push_back(PREDICTED_CTX);
-    if (p.has(CELL_LEFT)) orders.push_back(LEFT_CTX);
-    if (p.has(LAST_NUMBER)) orders.push_back(LAST_NUMBER_CTX);
-    if (p.has(GROUPS)) orders.push_back(GROUPS_CTX);
-    if (p.has(GROUP_WORD)) orders.push_back(GROUP_WORD_CTX);
-    if (p.has(TOKENS)) orders.insert(orders.end(), {TOKEN1, TOKEN2, TOKEN3});
-    if (p.has(INDIRECT)) {
-      orders.insert(orders.end(), {INDIRECT1, INDIRECT2, INDIRECT3});
-      indirect_ = Indirect(p.table_bits);
-    }
-    if (p.has(PLACES)) orders.push_back(PLACES_CTX);
-    if (p.has(CELL_UP)) orders.push_back(UP_CTX);
-    if (p.has(THIS_TOKEN)) orders.push_back(THIS_TOKEN_CTX);
-    if (p.has(NEST)) orders.push_back(NEST_CTX);
-    if (p.extras & ~u64(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
-    check_needs(p);
-    for (int o : orders) {
-      if (o == 1 && direct_.empty()) {
-        direct_.assign(65536, 0);
-        models_.push_back({o, -1});
-      } else {
-        models_.push_back({o, int(tables_.size())});
-        tables_.emplace_back(p.table_bits);
-      }
-      maps_.emplace_back(256, 0);
-      std::copy(init.begin(), init.end(), maps_.back().cells().begin());
-    }
-    if (p.has(RUNS)) {
-      runs_.assign(tables_.size(), std::vector<u32>(size_t(1) << (p.table_bits - RUN_BITS_BELOW), 0));
-      run_map_ = StateMap(tables_.size() * 256, u32(1) << (P22_BITS - 1 + COUNT_BITS));
-    }
-    if (p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ) || p.has(LINE_MATCH) || p.has(CELLS))
-      ring_.assign(size_t(1) << p.history_bits, 0);
-    if (p.match) {
-      heads_.assign(size_t(1) << p.match_bits, 0);
-      matchers_ = p.has(LOCAL_MATCH) ? 2 : 1;
-      for (int m = 0; m < matchers_; ++m) match_map_[m] = StateMap(MATCH_BANDS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
-    }
-    if (p.has(LINE_MATCH)) {
-      line_heads_.assign(size_t(1) << LINE_BITS, 0);
-      line_map_ = StateMap(2 * (1 + 3 * LINE_LENS), u32(1) << (P22_BITS - 1 + COUNT_BITS));
-    }
-    if (p.has(RECOVER))
-      recover_map_ = StateMap(2 * (1 + RECOVER_LENS * RECOVER_MISS_BANDS), u32(1) << (P22_BITS - 1 + COUNT_BITS));
-    if (p.has(CELL_LEFT)) left_map_ = StateMap(2 * ORDER_CELLS * 2, u32(1) << (P22_BITS - 1 + COUNT_BITS));
-    if (p.has(CELL_ORDER)) order_map_ = StateMap(ORDER_CELLS * 2 * 4 * 2 * 8, u32(1) << (P22_BITS - 1 + COUNT_BITS));
-    n_inputs_ = (p.nn ? 3 : 0) + int(maps_.size()) + int(runs_.size()) + 2 * matchers_ + 2 * p.has(RECOVER) +
-                2 * p.has(LINE_MATCH) + p.has(CELL_ORDER) + 2 * p.has(CELL_LEFT) + 1;  // + bias
+      : prm_(checked(p)), tb_(std::make_shared<const Tables>(squash)), k_(&k), nn_(p, *tb_), contexts_(p, *tb_),
+        matches_(p), cells_(p), apms_(p, *tb_),
+        history_(p.history_bits, p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ) || p.has(LINE_MATCH) ||
+                                     p.has(CELLS)) {
+    if (p.has(INDIRECT)) indirect_ = Indirect(p.table_bits);
+    n_inputs_ = nn_.inputs() + contexts_.inputs() + matches_.inputs() + cells_.inputs() + 1;  // + bias
     if (n_inputs_ > MAX_INPUTS) throw std::invalid_argument("too many context models");
-    std::vector<i32> w(n_inputs_, p.nn ? 0 : 16384);
-    if (p.nn) w[0] = 65536;
-    const int warm = p.has(WARM) ? WARM_UPDATES : 0;
-    mixer1_ = Mixer(k, n_inputs_, p.has(MATCH_CTX) ? 96 : 32, p.mixer_lr, w, warm);
-    const int eq_sets = p.has(FIELD_EQ) ? 2 : 1;  // FIELD_EQ doubles mixer 4's sets and APM 1's by field_eq
-    mixer2_ = Mixer(k, n_inputs_, 256, p.mixer_lr, w, warm);
-    if (p.has(LAYERED)) {
-      mixer3_ = Mixer(k, n_inputs_, p.has(DIGITS) ? 256 + DIGITS_MAX * 8 * DIGIT_FIELDS : 256, p.mixer_lr, w, warm);
-      mixer4_ = Mixer(k, n_inputs_, 16 * 8 * eq_sets, p.mixer_lr, w, warm);
-      if (p.has(CLASS_MIX)) mixer5_ = Mixer(k, n_inputs_, CLASS_SETS * CLASS_SETS * 8, p.mixer_lr, w, warm);
-      if (p.has(STATE_MIX)) mixer6_ = Mixer(k, n_inputs_, STATE_SETS * 8, p.mixer_lr, w, warm);
-      if (p.has(GROUP_MIX)) mixer7_ = Mixer(k, n_inputs_, GROUP_SETS * 8, p.mixer_lr, w, warm);
-      if (p.has(ORDER_MIX)) {
-        mixer8_ = Mixer(k, n_inputs_, ORDER_SETS, p.mixer_lr, w, warm);
-        mixer9_ = Mixer(k, n_inputs_, ORDER_SETS, p.mixer_lr, w, warm);
-      }
-      if (p.has(PLACE_MIX)) mixer10_ = Mixer(k, n_inputs_, PLACE_SETS, p.mixer_lr, w, warm);
-      if (p.has(MATCH_MIX)) mixer11_ = Mixer(k, n_inputs_, MATCH_SETS, p.mixer_lr, w, warm);
-      n_final_ = 4 + p.has(CLASS_MIX) + p.has(STATE_MIX) + p.has(GROUP_MIX) + 2 * p.has(ORDER_MIX) + p.has(PLACE_MIX) +
-                 p.has(MATCH_MIX) + p.has(NN_FINAL);
-      final_ = Mixer(k, n_final_, 8, final_rate(p), std::vector<i32>(size_t(n_final_), 65536 / n_final_), warm);
-    }
-    if (p.nn) nn_apm_ = APM(*tb_, 65536);
-    if (p.apm) {
-      apm1_ = APM(*tb_, p.has(FIELD_EQ) ? 256 * 2 * APM1_FIELDS : 256);
-      if (p.has(MATCH_APM)) match_apm_ = APM(*tb_, 256 * 2 * MATCH_BANDS);
-      if (p.has(GROUP_APM)) group_apm_ = APM(*tb_, 65536);
-      apm2_ = APM(*tb_, 65536);
-    }
-  }
-
-  // the final mixer's rate: SLOW_FINAL's quarter of the mixers' (at least 1), else theirs
-  static int final_rate(const Params& p) { return p.has(SLOW_FINAL) ? std::max(p.mixer_lr / 4, 1) : p.mixer_lr; }
-  // digits, lower and upper case letters, bytes above 127 (4 classes); space, newline, tab and
-  // 24 punctuation marks each their own; the rest one class
-  static u32 byte_class(int c) {
-    if (c >= '0' && c <= '9') return 0;
-    if (c >= 'a' && c <= 'z') return 1;
-    if (c >= 'A' && c <= 'Z') return 2;
-    if (c >= 128) return 3;
-    static constexpr char marks[] = " \n\t\"&'()*+,-./:;<=>?@[]_{|}";
-    for (u32 i = 0; i < sizeof(marks) - 1; ++i)
-      if (c == marks[i]) return 4 + i;
-    return 31;
-  }
-  static bool cell_separator(int c) { return c == ',' || c == '\t' || c == ';' || c == '|'; }
-  static bool separator(int c) {
-    switch (c) {
-      case ' ': case '\t': case ',': case ';': case '|': case ':': case '=': case '"': case '\'':
-      case '(': case ')': case '[': case ']': case '{': case '}': case '<': case '>': return true;
-      default: return false;
-    }
-  }
-  // The byte at the same offset of the same field in the lane's previous line, 256 + byte; 0 if
-  // that field is shorter or absent there, or the decoder cannot know it (byte_at(lane offset)
-  // is -1): for records whose fields vary in width (CSV, logs).
-  template <class ByteAt>
-  static u32 field_above(const Lane& L, ByteAt&& byte_at) {
-    if (L.field >= L.prev_fields) return 0;
-    const u32 q = L.prev_field_start[L.field] + (L.coded - L.field_start[L.field]);
-    const u32 end = L.field + 1 < L.prev_fields ? L.prev_field_start[L.field + 1] : L.line;
-    const int c = q < end ? byte_at(q) : -1;
-    return c < 0 ? 0 : 256 | u32(c);
-  }
-  // CELL_*'s left and up before the next byte (256 + byte, 0: none; byte_at(lane offset) is -1 where
-  // the decoder cannot know the byte)
-  template <class ByteAt>
-  static void cells_before(Lane& L, ByteAt&& byte_at) {
-    const u32 o = L.coded - L.cell_start[L.cell];
-    const auto at = [&](u32 q, u32 end) {
-      const int c = q < end ? byte_at(q) : -1;
-      return c < 0 ? 0 : 256 | u32(c);
-    };
-    L.left = L.cell > 0 ? at(L.cell_start[L.cell - 1] + o, L.cell_start[L.cell]) : 0;
-    L.up = 0;
-    if (L.cell < L.prev_cells) {
-      const u32 end = L.cell + 1 < L.prev_cells ? L.prev_cell_start[L.cell + 1] : L.line;
-      L.up = at(L.prev_cell_start[L.cell] + o, end);
-    }
-  }
-  // PLACES's context bytes: in a number, its places so far and the last byte; elsewhere 0 (order 0)
-  static u64 places_context(const Lane& L) {
-    return L.num_int ? u64(L.num_int) << 32 | u64(L.num_frac) << 24 | u64(L.num_point) << 20 | (L.hist & 0xFF) : 0;
-  }
-  // THIS_TOKEN's context bytes: the current token, or between tokens 2**40 | the last one
-  static u64 this_token_context(const Lane& L) { return L.token ? u64(L.token) : u64(1) << 40 | L.tokens[0]; }
-  // NEST's context bytes: the innermost open bracket, min(depth, 15) and the current token (or the last)
-  static u64 nest_context(const Lane& L) {
-    return (L.stack & 0xFF) << 40 | u64(std::min<u32>(L.depth, 15)) << 32 | (L.token ? L.token : L.tokens[0]);
-  }
-  // CELL_UP's context bytes (after cells_before): the byte above, whether the cell so far repeats
-  // the one above, the cell and the byte's offset in it
-  static u64 up_context(const Lane& L) {
-    return u64(L.up) << 24 | u64(L.up_eq) << 20 | u64(L.cell) << 12 |
-           std::min<u32>(L.coded - L.cell_start[L.cell], UP_OFFSETS - 1);
-  }
-  // CELL_LEFT's map context but the expected bit (a predicted byte is only in cells 1 and later)
-  static size_t left_band(const Lane& L) { return size_t(std::min(L.cell, ORDER_CELLS - 1) * 2 + u32(L.left_eq)); }
-  // CELL_ORDER's map context at bit k, c0 the bits so far
-  static size_t order_context(const Lane& L, int k, int c0) {
-    int r = 0, u = 0;
-    if (L.up) {
-      const int above = int(L.up >> (8 - k));  // 1 followed by up's first k bits, as c0
-      r = above == c0 ? 1 : c0 > above ? 2 : 3;
-      u = int(L.up >> (7 - k)) & 1;
-    }
-    return size_t((((std::min(L.cell, ORDER_CELLS - 1) * 2 + u32(L.up_eq)) * 4 + u32(r)) * 2 + u32(u)) * 8 + u32(k));
-  }
-  // the recovering match R after byte c: r, its predicted byte (-1: none the decoder knows); M, the
-  // match models' matches and their predicted bytes (-1: none)
-  static Lane::Recovering recover_step(Lane::Recovering R, int r, const Lane::Match* M, const int* predicted,
-                                       int matchers, int c) {
-    if (R.miss > 0) {
-      if (r == c) {
-        R.len += R.len < 65535;
-      } else {
-        R.len = 0;
-        R.miss = R.miss < RECOVER_MISSES ? R.miss + 1 : 0;
-      }
-      ++R.ptr;
-    }
-    for (int m = 0; m < matchers; ++m)
-      if (M[m].len >= RECOVER_MIN && predicted[m] >= 0 && predicted[m] != c) return {M[m].ptr + 1, 0, 1};
-    return R;
-  }
-  // mixer 3's weight set at bit k: by c1, or (DIGITS) within a number by its digits so far and field
-  static int mixer3_set(const Lane& L, int k, bool digits) {
-    if (!digits || L.digits == 0) return int(L.hist & 0xFF);
-    return int(256 + (L.digits - 1) * 8 + u32(k) + 128 * std::min(L.field, DIGIT_FIELDS - 1));
-  }
-  // CLASS_MIX's weight set at bit k: by the classes of the last two bytes
-  static int class_set(const Lane& L, int k) {
-    return int(byte_class(int(L.hist & 255)) * CLASS_SETS + byte_class(int(L.hist >> 8 & 255))) * 8 + k;
-  }
-  // ORDER_MIX: the first order mixer's weight set, by the last byte and the bits so far c0; the second's,
-  // by the last two bytes and c0
-  static int order1_set(const Lane& L, int c0) { return int(L.hist & 0xFF) << 8 | c0; }
-  static int order2_set(const Lane& L, int c0) {
-    return int(hash32(u32(L.hist & 0xFFFF) * 0x9E3779B1u + u32(c0) * 0x3C6EF372u) >> (32 - ORDER_SET_BITS));
-  }
-  // PLACE_MIX's weight set: by the field, the column (the lane's bytes since its line began) and c0
-  static int place_set(const Lane& L, int c0) {
-    const u32 column = std::min<u32>(L.coded - L.line, PLACE_MAX - 1);
-    return int(std::min<u32>(L.field, PLACE_MAX - 1) << 12 | column << 8 | u32(c0));
-  }
-  // MATCH_MIX's weight set: by the first match model's predicted byte e (-1: none) and c0
-  static int match_set(int e, int c0) { return (e < 0 ? 0 : (e + 1) << 8) | c0; }
-  // GROUP_MIX's weight set at bit k: by the last 3 groups
-  static int group_set(const Lane& L, int k) {
-    return int(hash32(u32(L.groups & 0xFFFFFF) + u32(L.group_repeat)) >> (32 - GROUP_SET_BITS)) * 8 + k;
-  }
-  // GROUP_APM's context at bit k, c0 the bits so far: by the last 2 groups
-  static size_t group_apm_context(const Lane& L, int c0) {
-    return hash32(u32(L.groups & 0xFFFF) * 0x9E3779B1u + u32(c0) + u32(L.group_repeat) * 77u) >> 16;
-  }
-  // STATE_MIX's weight set at bit k: by the field, the brackets' depth, quoting and being in a number
-  static int state_set(const Lane& L, int k) {
-    return int(std::min<u32>(L.field, FIELDS_MAX - 1) * 16 + std::min<u32>(L.depth, 3) * 4 + u32(L.quoted) * 2 +
-               u32(L.num_int > 0)) * 8 + k;
-  }
-  // the lines, FIELDS, SHAPE, BRACKETS, FIELD_VALUE/EQ, DIGITS, ... and GROUPS state after byte c, which followed
-  // `before` (L.coded counts c; FIELD_EQ compares c with L.above, c's field_above)
-  static void structure(Lane& L, int c, int before, u64 extras) {
-    if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS | RECORD | STATE_MIX | PLACE_MIX)) {
-      const bool eq = L.field_eq && L.above == (256 | u32(c));
-      L.field_eq = true;
-      if (c == '\n') {
-        L.prev_field_start = L.field_start;
-        L.prev_fields = L.field + 1;
-        L.field = 0;
-        L.field_start[0] = L.coded;
-      } else if (separator(c) && !(c == ' ' && separator(before)) && L.field + 1 < FIELDS_MAX) {
-        L.field_start[++L.field] = L.coded;
-      } else {
-        L.field_eq = eq;
-      }
-    }
-    if (extras & CELLS) {
-      const bool left_eq = L.left_eq && L.left == (256 | u32(c)), up_eq = L.up_eq && L.up == (256 | u32(c));
-      L.left_eq = L.up_eq = true;
-      if (c == '\n') {
-        L.prev_cell_start = L.cell_start;
-        L.prev_cells = L.cell + 1;
-        L.cell = 0;
-        L.cell_start[0] = L.coded;
-      } else if (cell_separator(c) && L.cell + 1 < CELLS_MAX) {
-        L.cell_start[++L.cell] = L.coded;
-      } else {
-        L.left_eq = left_eq, L.up_eq = up_eq;
-      }
-    }
-    if (extras & DIGITS) L.digits = c >= '0' && c <= '9' ? std::min(L.digits + 1, DIGITS_MAX) : 0;
-    if (extras & (NUMBER | PREDICTED | STATE_MIX | LAST_NUMBER | PLACES)) {
-      const bool digit = c >= '0' && c <= '9';
-      if (digit && !L.num_point && L.num_int < 2) L.lead = (L.num_int ? L.lead * 10 : 0) + u32(c - '0');
-      const bool ends = !digit && !(c == '.' && L.num_int && !L.num_point);
-      if (ends && L.num_int) L.last_num = L.num_int << 8 | L.lead;
-      if (digit) {
-        if (L.num_point) L.num_frac += L.num_frac < NUM_PLACES;
-        else L.num_int += L.num_int < NUM_PLACES;
-      } else if (c == '.' && L.num_int && !L.num_point) {
-        L.num_point = true;
-      } else {
-        L.num_int = L.num_frac = 0, L.num_point = false;
-      }
-    }
-    if (extras & (FIELD_VALUE | RECORD | LAST_NUMBER))
-      L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
-    if (c == '\n') {
-      L.prev_line = L.line;
-      L.line = L.coded;
-    }
-    if (extras & SHAPE) L.shape = L.shape << 5 | byte_class(c);
-    if (extras & GROUPS_ANY) {
-      const u64 g = c >= '0' && c <= '9'   ? '0'
-                    : c >= 'a' && c <= 'z' ? 'a'
-                    : c >= 'A' && c <= 'Z' ? 'A'
-                    : c >= 128             ? 128
-                                           : u64(c);
-      L.group_repeat = (g == '0' || g == 'a' || g == 'A') && (L.groups & 255) == g;
-      if (!L.group_repeat) L.groups = L.groups << 8 | g;
-    }
-    if (extras & (TOKENS | THIS_TOKEN | NEST)) {
-      const bool in_token = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                            c == '$' || c >= 128;
-      const auto push = [&L](u32 t) { L.tokens = {t, L.tokens[0], L.tokens[1]}; };
-      if (in_token) {
-        L.token = hash32(L.token + u32(c) + 1) | 1u;
-      } else {
-        if (L.token) push(L.token);
-        L.token = 0;
-        if (c != ' ' && c != '\t' && c != '\r' && c != '\n') push(256 + u32(c));
-      }
-    }
-    if (extras & (BRACKETS | STATE_MIX | NEST)) {
-      if (L.quoted) {
-        L.quoted = !(c == '"' && before != '\\');
-      } else if (c == '"') {
-        L.quoted = true;
-      } else if (c == '(' || c == '[' || c == '{' || c == '<') {
-        L.stack = L.stack << 8 | u64(c);
-        ++L.depth;
-      } else if ((c == ')' || c == ']' || c == '}' || c == '>') && L.depth) {
-        L.stack >>= 8;
-        --L.depth;
-      }
-    }
+    mixers_ = Mixers(p, k, n_inputs_);
   }
 
   const Tables& tables() const { return *tb_; }
@@ -816,15 +342,8 @@ class Stage {
   const Params& params() const { return prm_; }
   u64 position() const { return pos_; }
   size_t bytes() const {
-    size_t n = ring_.size() + (heads_.size() + line_heads_.size()) * sizeof(u64) + direct_.size() +
-               indirect_.bytes();
-    for (const auto& t : tables_) n += t.bytes();
-    for (const auto& r : runs_) n += r.size() * sizeof(u32);
-    for (const Mixer* m : {&mixer1_, &mixer2_, &mixer3_, &mixer4_, &mixer5_, &mixer6_, &mixer7_, &mixer8_, &mixer9_,
-                           &mixer10_, &mixer11_, &final_})
-      n += m->bytes();
-    for (const APM* a : {&nn_apm_, &apm1_, &apm2_, &match_apm_, &group_apm_}) n += a->bytes();
-    return n;
+    return history_.bytes() + matches_.bytes() + contexts_.bytes() + indirect_.bytes() + mixers_.bytes() +
+           nn_.bytes() + apms_.bytes();
   }
   void restore(const Stage& s) {
     if (!(s.prm_ == prm_)) throw std::invalid_argument("snapshot of a stage with other parameters");
@@ -838,366 +357,50 @@ class Stage {
   int code_byte(std::vector<Lane>& lanes, size_t b, const Where& at, const i64* freq, int sym, IO&& io) {
     const Tables& tb = *tb_;
     Lane& L = lanes[b];
-    const int nm = int(models_.size());
     const u32 c1 = u32(L.hist & 0xFF);
-    // the match model's predicted byte, if its position is already known to the decoder
-    int expect[2] = {-1, -1}, band[2] = {};
-    for (int m = 0; m < matchers_; ++m) {
-      const Lane::Match& M = L.match[m];
-      if (M.len > 0 && valid(M.ptr, at)) expect[m] = ring_[M.ptr & ring_mask()];
-      band[m] = expect[m] < 0 ? 0 : std::min<int>(M.len < 16 ? M.len : 12 + ilog2(M.len), MATCH_BANDS - 1);
-    }
-    const Lane::Recovering& R = L.recover;
-    const int rexpect = prm_.has(RECOVER) && R.miss > 0 && valid(R.ptr, at) ? ring_[R.ptr & ring_mask()] : -1;
-    int lexpect[LINE_MATCHERS] = {-1, -1};
-    if (prm_.has(LINE_MATCH))
-      for (int m = 0; m < LINE_MATCHERS; ++m) {
-        const Lane::Match& LM = L.line_match[m];
-        if (LM.len > 0 && valid(LM.ptr, at)) lexpect[m] = ring_[LM.ptr & ring_mask()];
-      }
-    // LINE_MATCH's inputs come from this line's matcher while it predicts, else the other: which,
-    // its predicted byte and its map's contexts but the expected bit (fixed for the byte)
-    const int lm = lexpect[0] >= 0 ? 0 : 1;
-    const Lane::Match& LM = L.line_match[lm];
-    const int lbyte = lexpect[lm];
-    const u32 lwhich = lm == 0 ? 0 : LM.ptr >= at.base + b * at.span + L.line ? 1 : 2;
-    const size_t lband = 1 + std::min(LM.len, LINE_LENS - 1) + LINE_LENS * lwhich;
-    const size_t rband = 1 + std::min(R.len, RECOVER_LENS - 1) * RECOVER_MISS_BANDS + std::min(R.miss, RECOVER_MISS_BANDS) - 1;
-    // each context's hash for this byte, from the lane's own bytes; the first nibble's buckets
-    // are fetched while the NN's sums are formed (a hint only: it changes no value)
-    const auto lane_byte = [&](u32 q) {  // the byte at lane offset q, -1 where the decoder cannot know it
-      const u64 pa = at.base + b * at.span + q;
-      return valid(pa, at) ? int(ring_[pa & ring_mask()]) : -1;
-    };
+    // the byte's contexts: what the matches predict, the lane's fields and cells, the hashes
+    const Predictions e = matches_.predict(L, b, at, history_);
+    const auto lane_byte = [&](u32 q) { return history_.byte(at.base + b * at.span + q, at); };
     if (prm_.has(FIELDS) || prm_.has(FIELD_EQ)) L.above = field_above(L, lane_byte);
     if (prm_.has(CELLS)) cells_before(L, lane_byte);
-    const std::array<u32, 3> ind = prm_.has(INDIRECT) ? indirect_.entries(L.hist) : std::array<u32, 3>{};
-    u32 ctx[MAX_INPUTS];
-    for (int i = 0; i < nm; ++i) {
-      const int o = models_[i].order;
-      u64 bytes;
-      switch (o) {
-        case WORD: bytes = u64(L.word) << 8 | c1; break;
-        case WORD_PAIR: bytes = u64(L.word) << 32 | L.prev_word; break;
-        case COLUMN: bytes = column_context(L, b, at); break;
-        case SPARSE: bytes = L.hist & 0xFFFF00; break;  // the 2 bytes before the last
-        case FIELD:  // FIELD_EQ: with field_eq
-          bytes = u64(L.above) << 16 | u64(L.field) << 8 | c1;
-          if (prm_.has(FIELD_EQ)) bytes |= u64(L.field_eq) << 28;
-          break;
-        case VALUE: bytes = u64(L.value ? L.value : c1) << 8 | L.field; break;
-        case NUMBER_CTX:  // in a number: its places so far and the last 2 bytes; elsewhere order 0
-          bytes = L.num_int ? u64(L.num_int) << 32 | u64(L.num_frac) << 24 | u64(L.num_point) << 20 | (L.hist & 0xFFFF) : 0;
-          break;
-        case RECORD_CTX: bytes = u64(hash32(L.prev_word + hash32(L.word2))) << 32 | (L.value ? L.value : c1); break;
-        case PREDICTED_CTX: bytes = predicted_context(L, at, expect[0], rexpect, lexpect[0]); break;
-        case LAST_NUMBER_CTX:
-          bytes = u64(hash32(L.prev_word + L.last_num * 0x9E3779B1u)) << 32 | (L.value ? L.value : c1);
-          break;
-        case GROUPS_CTX: bytes = L.groups ^ u64(L.group_repeat); break;
-        case GROUP_WORD_CTX:  // the word by the last 4 groups
-          bytes = u64(hash32(u32(L.groups) + u32(L.group_repeat) * 0x9E3779B1u)) << 32 | L.word;
-          break;
-        case TOKEN1: bytes = u64(L.tokens[0]) << 32 | L.token; break;
-        case TOKEN2: bytes = u64(hash32(L.tokens[1] + L.tokens[0] * 0x9E3779B1u)) << 32 | L.token; break;
-        case TOKEN3:
-          bytes = u64(hash32(L.tokens[2] + hash32(L.tokens[1] + L.tokens[0] * 0x9E3779B1u))) << 32 | L.token;
-          break;
-        case INDIRECT1: bytes = u64(ind[0]) << 8 | c1; break;
-        case INDIRECT2: bytes = u64(ind[1]) << 16 | (L.hist & 0xFFFF); break;
-        case INDIRECT3: bytes = u64(ind[2]) << 24 | (L.hist & 0xFFFFFF); break;
-        case PLACES_CTX: bytes = places_context(L); break;
-        case UP_CTX: bytes = up_context(L); break;
-        case THIS_TOKEN_CTX: bytes = this_token_context(L); break;
-        case NEST_CTX: bytes = nest_context(L); break;
-        case LEFT_CTX: bytes = u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1; break;
-        case SHAPES: bytes = u64(L.shape & 0x3FFFFFFF) << 8 | L.field; break;
-        case LOCAL3: bytes = u64(b) << 24 | (L.hist & 0xFFFFFF); break;
-        case LOCAL6: bytes = u64(b) << 48 | (L.hist & 0xFFFFFFFFFFFF); break;
-        case MATCHED: {  // what followed the predicted byte
-          const int m = matchers_ > 1 && expect[1] >= 0 ? 1 : 0;  // none without the match model: expect[0] < 0
-          bytes = L.hist & 0xFFFF;
-          if (expect[m] >= 0) bytes |= u64(256 + expect[m]) << 24 | u64(std::min(band[m], 15)) << 16;
-          else if (lexpect[0] >= 0) bytes |= u64(512 + lexpect[0]) << 24;  // LINE_MATCH's, this line's
-          break;
-        }
-        case BRACKET: bytes = (L.stack & 0xFFFF) << 24 | u64(std::min<u32>(L.depth, 15)) << 16 | u64(L.quoted) << 8 | c1; break;
-        default: bytes = o >= 8 ? L.hist : L.hist & ((u64(1) << (8 * o)) - 1);
-      }
-      ctx[i] = hash64(bytes, u64(o));
-      if (models_[i].table >= 0) tables_[models_[i].table].prefetch(bucket_hash(ctx[i], 1));
-    }
-    // RUNS: each hashed model's run entry (a hint fetches it), and its chk
-    u32* run[MAX_INPUTS] = {};
-    u32 run_chk[MAX_INPUTS] = {};
-    for (int i = 0; i < nm && !runs_.empty(); ++i)
-      if (models_[i].table >= 0) {
-        run[i] = &runs_[size_t(models_[i].table)][ctx[i] >> (32 - prm_.table_bits + RUN_BITS_BELOW)];
-        run_chk[i] = (ctx[i] >> 2) & 255;
-        __builtin_prefetch(run[i]);
-      }
-    RunGuess guess[MAX_INPUTS];
-    // the NN's subtree sums: tree[(1 << d) + v] = total of the byte values whose top d bits are v
-    i64 tree[512];
-    if (prm_.nn) {
-      std::copy(freq, freq + 256, tree + 256);
-      for (int d = 7; d >= 0; --d)
-        for (int v = 0; v < (1 << d); ++v) tree[(1 << d) + v] = tree[(2 << d) + 2 * v] + tree[(2 << d) + 2 * v + 1];
-    }
-
-    if (prm_.apm) apm2_.prefetch(1 | c1 << 8);
-    if (prm_.nn) nn_apm_.prefetch(1 | c1 << 8);
-    // CLASS_MIX's, STATE_MIX's and GROUP_MIX's weight sets at bit 0: fixed for the byte
-    const int class0 = prm_.has(CLASS_MIX) ? class_set(L, 0) : 0, state0 = prm_.has(STATE_MIX) ? state_set(L, 0) : 0;
-    const int group0 = prm_.has(GROUP_MIX) ? group_set(L, 0) : 0;
-    u8* node[MAX_INPUTS] = {};
+    const Looking to{b, at, history_, e, matches_.matchers(),
+                     prm_.has(INDIRECT) ? indirect_.entries(L.hist) : std::array<u32, 3>{}};
+    contexts_.begin_byte(L, to);
+    nn_.begin_byte(freq);
+    mixers_.begin_byte(L);
+    apms_.prefetch(1, c1);
+    nn_.prefetch(1, c1);
     int c0 = 1;  // 1 followed by the bits of this byte so far
-    int j = 1;   // the same within the current nibble: a bucket's node (1..15)
     for (int k = 0; k < 8; ++k) {
-      if (k == 3)  // the second nibble's buckets are one of two: fetch both ahead (a hint only)
-        for (int i = 0; i < nm; ++i)
-          if (models_[i].table >= 0)
-            for (int y = 0; y < 2; ++y) tables_[models_[i].table].prefetch(bucket_hash(ctx[i], c0 * 2 + y));
-      if (k == 0)  // RUNS: each run entry, fetched by now, read once for the byte
-        for (int i = 0; i < nm && !runs_.empty(); ++i)
-          if (run[i]) guess[i] = run_guess(*run[i], run_chk[i], models_[i].table);
-      if (k == 0 || k == 4) {  // a new nibble: each context's bucket (order 1: its direct row)
-        j = 1;
-        for (int i = 0; i < nm; ++i)
-          node[i] = models_[i].table < 0 ? &direct_[c1 << 8] : tables_[models_[i].table].find(bucket_hash(ctx[i], c0));
-      }
       if (k < 7)  // the order-1 APM rows of both possible next bits (a hint only)
-        for (int y = 0; y < 2; ++y) {
-          if (prm_.apm) apm2_.prefetch(size_t(c0 * 2 + y) | c1 << 8);
-          if (prm_.nn) nn_apm_.prefetch(size_t(c0 * 2 + y) | c1 << 8);
-        }
+        for (int y = 0; y < 2; ++y) apms_.prefetch(c0 * 2 + y, c1), nn_.prefetch(c0 * 2 + y, c1);
+      // inputs -> mixers -> APMs -> the coder
       i32 x[MAX_INPUTS];
       int n = 0;
-      if (prm_.nn) {
-        const i64 s0 = tree[2 * c0], s1 = tree[2 * c0 + 1];
-        const int s = tb.st(clampi((s1 * 65536 + (s0 + s1) / 2) / (s0 + s1), 1, P16_MAX));
-        x[n++] = s;
-        x[n++] = clampi((i64(s) * std::abs(s)) >> 11, -ST_MAX, ST_MAX);
-      }
-      if (prm_.nn) x[n++] = tb.st(nn_apm_.p16(x[0], size_t(c0) | c1 << 8));
-      u8* state[MAX_INPUTS];
-      int seen = 0;  // context models that have seen this node before
-      for (int i = 0; i < nm; ++i) {
-        state[i] = node[i] + (models_[i].table < 0 ? c0 : j);  // order 1's row: by c0 (1..255)
-        x[n++] = tb.st(maps_[i].p16(*state[i]));
-        seen += *state[i] != 0;
-      }
-      int runx[MAX_INPUTS];  // RUNS: each run map context (-1: no prediction)
-      const int group = k == 0 ? 0 : k == 1 ? 1 : k < 5 ? 2 : 3;  // RUNS: the bit position's group
-      for (int i = 0; i < nm && !runs_.empty(); ++i) {
-        if (!run[i]) continue;
-        const RunGuess& g = guess[i];
-        runx[i] = -1;
-        x[n] = 0;
-        if (g.byte >= 0 && ((g.byte | 256) >> (8 - k)) == c0) {
-          runx[i] = g.base + group * 4 + (g.byte >> (7 - k) & 1);
-          x[n] = tb.st(run_map_.p16(size_t(runx[i]))) >> g.shift;
-        }
-        ++n;
-      }
-      // the predicted bytes' inputs; their maps' contexts (0 without a prediction)
-      size_t mcx[2] = {}, rcx = 0, lcx = 0;
-      for (int m = 0; m < matchers_; ++m)
-        mcx[m] = byte_inputs(tb, match_map_[m], expect[m], size_t(band[m]), L.match[m].len, k, c0, x, n);
-      if (prm_.has(RECOVER)) rcx = byte_inputs(tb, recover_map_, rexpect, rband, R.len, k, c0, x, n);
-      if (prm_.has(LINE_MATCH)) lcx = byte_inputs(tb, line_map_, lbyte, lband, LM.len, k, c0, x, n);
-      const size_t ocx = prm_.has(CELL_ORDER) ? order_context(L, k, c0) : 0;
-      if (prm_.has(CELL_ORDER)) x[n++] = tb.st(order_map_.p16(ocx));
-      size_t lfx = 0;  // CELL_LEFT's map context
-      if (prm_.has(CELL_LEFT))
-        lfx = byte_inputs(tb, left_map_, L.left ? int(L.left & 255) : -1, left_band(L), LEFT_LEN, k, c0, x, n);
+      nn_.bit_inputs(tb, c0, c1, x, n);
+      const int seen = contexts_.bit_inputs(tb, k, c0, x, n);
+      const MatchContexts mcx = matches_.bit_inputs(tb, L, e, k, c0, x, n);
+      cells_.bit_inputs(tb, L, k, c0, x, n);
       x[n++] = 256;  // bias
-      // weight sets by bit position and match length, and by the partial byte (LAYERED: also by
-      // c1 and by how many contexts are known, then a final mixer)
-      int set1 = k + 8 * (expect[0] < 0 ? 0 : 1 + (band[0] >= 16) + (band[0] >= 28));
-      if (prm_.has(MATCH_CTX) && mcx[0] != 0) set1 += 32 * (1 + int(mcx[0] & 1));  // by the expected bit
-      const int set3 = mixer3_set(L, k, prm_.has(DIGITS));
-      const int set4 = std::min(seen, 15) * 8 + k + (prm_.has(FIELD_EQ) && L.field_eq ? 128 : 0);
-      const int set5 = class0 + k, set6 = state0 + k, set7 = group0 + k;
-      const bool orders = prm_.has(ORDER_MIX);  // version 17's sets: formed only for the mixers present
-      const int set8 = orders ? order1_set(L, c0) : 0, set9 = orders ? order2_set(L, c0) : 0;
-      const int set10 = prm_.has(PLACE_MIX) ? place_set(L, c0) : 0;
-      const int set11 = prm_.has(MATCH_MIX) ? match_set(expect[0], c0) : 0;
-      if (prm_.has(SEED_SETS)) seed_sets(k, set1, c0, {set3, set4, set5, set6, set7, set8, set9, set10, set11});
-      const int x1 = mixer1_.dot(x, set1), x2 = mixer2_.dot(x, c0);
-      int x3 = 0, x4 = 0, x5 = 0, x6 = 0, x7 = 0, x8 = 0, x9 = 0, x10 = 0, x11 = 0, xf[FINAL_INPUTS];
-      if (prm_.has(LAYERED)) {
-        x3 = mixer3_.dot(x, set3);
-        x4 = mixer4_.dot(x, set4);
-        xf[0] = x1, xf[1] = x2, xf[2] = x3, xf[3] = x4;
-        int nf = 4;
-        if (prm_.has(CLASS_MIX)) xf[nf++] = x5 = mixer5_.dot(x, set5);
-        if (prm_.has(STATE_MIX)) xf[nf++] = x6 = mixer6_.dot(x, set6);
-        if (prm_.has(GROUP_MIX)) xf[nf++] = x7 = mixer7_.dot(x, set7);
-        if (prm_.has(ORDER_MIX)) xf[nf++] = x8 = mixer8_.dot(x, set8), xf[nf++] = x9 = mixer9_.dot(x, set9);
-        if (prm_.has(PLACE_MIX)) xf[nf++] = x10 = mixer10_.dot(x, set10);
-        if (prm_.has(MATCH_MIX)) xf[nf++] = x11 = mixer11_.dot(x, set11);
-        if (prm_.has(NN_FINAL)) xf[nf++] = x[0];
-      }
-      const int xm = prm_.has(LAYERED) ? final_.dot(xf, k) : (x1 + x2) >> 1;
-      const int pm = tb.sq(xm);
-      int p = pm;
-      if (prm_.apm) {
-        size_t cx1 = size_t(c0);
-        if (prm_.has(FIELD_EQ)) cx1 |= size_t(L.field_eq) << 8 | size_t(std::min<u32>(L.field, APM1_FIELDS - 1)) << 9;
-        const int a1 = apm1_.p16(xm, cx1);
-        const int pa = (pm + 3 * a1) >> 2;
-        const int a2 = apm2_.p16(tb.st(pa), size_t(c0) | c1 << 8);
-        p = (pa + 3 * a2) >> 2;
-        if (prm_.has(MATCH_APM)) p = (3 * p + match_apm_.p16(xm, size_t(c0) | mcx[0] << 8)) >> 2;
-        if (prm_.has(GROUP_APM)) p = (3 * p + group_apm_.p16(xm, group_apm_context(L, c0))) >> 2;
-      }
+      const int xm = mixers_.mix(L, {k, c0, seen, e.expect[0], e.band[0], mcx.match[0]}, x, x[0]);
+      const int p = apms_.refine(tb, L, xm, tb.sq(xm), c0, mcx.match[0]);
       const int y = io(clampi(p, 1, P16_MAX), sym < 0 ? -1 : (sym >> (7 - k)) & 1);
-      if (k < 7) prefetch_big_sets(L, c0 * 2 + y, expect[0]);
-      // learn, every component from its own prediction
-      mixer1_.update(x, set1, y, tb.sq(x1));
-      mixer2_.update(x, c0, y, tb.sq(x2));
-      if (prm_.has(LAYERED)) {
-        mixer3_.update(x, set3, y, tb.sq(x3));
-        mixer4_.update(x, set4, y, tb.sq(x4));
-        final_.update(xf, k, y, tb.sq(xm));
-        if (prm_.has(CLASS_MIX)) mixer5_.update(x, set5, y, tb.sq(x5));
-        if (prm_.has(STATE_MIX)) mixer6_.update(x, set6, y, tb.sq(x6));
-        if (prm_.has(GROUP_MIX)) mixer7_.update(x, set7, y, tb.sq(x7));
-        if (prm_.has(ORDER_MIX)) mixer8_.update(x, set8, y, tb.sq(x8)), mixer9_.update(x, set9, y, tb.sq(x9));
-        if (prm_.has(PLACE_MIX)) mixer10_.update(x, set10, y, tb.sq(x10));
-        if (prm_.has(MATCH_MIX)) mixer11_.update(x, set11, y, tb.sq(x11));
-      }
-      if (prm_.nn) nn_apm_.update(y);
-      if (prm_.apm) {
-        apm1_.update(y);
-        apm2_.update(y);
-        if (prm_.has(MATCH_APM)) match_apm_.update(y);
-        if (prm_.has(GROUP_APM)) group_apm_.update(y);
-      }
-      for (int i = 0; i < nm && !runs_.empty(); ++i)
-        if (run[i] && runx[i] >= 0) run_map_.update(tb, size_t(runx[i]), y, COUNT_LIMIT_MAX);
-      for (int i = 0; i < nm; ++i) {
-        maps_[i].update(tb, *state[i], y, COUNT_LIMIT_MAX);
-        *state[i] = tb.history.next(*state[i], y);
-      }
-      for (int m = 0; m < matchers_; ++m) match_map_[m].update(tb, mcx[m], y, COUNT_LIMIT_MAX);
-      if (prm_.has(RECOVER)) recover_map_.update(tb, rcx, y, COUNT_LIMIT_MAX);
-      if (prm_.has(LINE_MATCH)) line_map_.update(tb, lcx, y, COUNT_LIMIT_MAX);
-      if (prm_.has(CELL_ORDER)) order_map_.update(tb, ocx, y, COUNT_LIMIT_MAX);
-      if (prm_.has(CELL_LEFT)) left_map_.update(tb, lfx, y, COUNT_LIMIT_MAX);
+      if (k < 7) mixers_.prefetch_next(L, c0 * 2 + y, e.expect[0]);
+      // every component learns the bit from its own prediction
+      mixers_.update(tb, x, y);
+      nn_.update(y);
+      apms_.update(y);
+      contexts_.update(tb, y);
+      matches_.update(tb, mcx, y);
+      cells_.update(tb, y);
       c0 = c0 * 2 + y;
-      j = j * 2 + y;
     }
     const int c = c0 & 255;
-    for (int i = 0; i < nm && !runs_.empty(); ++i)
-      if (run[i]) *run[i] = run_after(*run[i], run_chk[i], c);
+    contexts_.end_byte(c);
     end_byte(lanes, b, at, c);
     return c;
   }
 
- public:
-  // RUNS: a run entry after byte c in its context (chk: the context's check byte)
-  static u32 run_after(u32 e, u32 chk, int c) {
-    const u32 b1 = e >> 16 & 255, n = e & 255;
-    if (e >> 24 != chk || n == 0) return chk << 24 | u32(c) << 16 | u32(c) << 8 | 1;
-    if (b1 == u32(c)) return e - n + std::min<u32>(n + 1, 255);
-    return chk << 24 | u32(c) << 16 | b1 << 8 | 1;
-  }
-  // RUNS: what model m's run entry e (its context's check byte chk) predicts for the byte
-  struct RunGuess {
-    int byte = -1;   // the last byte seen in the context (-1: none)
-    int base = 0;    // its map context but the bit position's group and the expected bit
-    int shift = 0;   // 2 when the byte before it differed, else 0
-  };
-  static RunGuess run_guess(u32 e, u32 chk, int m) {
-    const u32 b1 = e >> 16 & 255, b2 = e >> 8 & 255, n = e & 255;
-    if (e >> 24 != chk || n == 0) return {};
-    const int u = b2 != b1;  // the map context is 256 m + ((min(n, 15) * 4 + group) * 2 + u) * 2 + bit
-    return {int(b1), 256 * m + int(std::min(n, RUN_COUNTS - 1)) * 16 + u * 2, u ? 2 : 0};
-  }
-
- private:
-  static int ilog2(u32 x) { return 31 - __builtin_clz(x); }
-  // A predicted byte's two inputs at bit k (a match model's, RECOVER's, LINE_MATCH's), appended to
-  // x: while `byte` (-1: none) agrees with the bits so far c0, the stretch of its map's P16 in
-  // context band * 2 + the expected bit and +-min(32 len, 2047) by that bit; else the map's
-  // context 0 and 0. Returns the context, for the map's update.
-  static size_t byte_inputs(const Tables& tb, const StateMap& map, int byte, size_t band, u32 len, int k, int c0,
-                            i32* x, int& n) {
-    const bool on = byte >= 0 && ((byte | 256) >> (8 - k)) == c0;
-    const int ebit = on ? (byte >> (7 - k)) & 1 : 0;
-    const size_t cx = on ? band * 2 + size_t(ebit) : 0;
-    x[n++] = tb.st(map.p16(cx));
-    x[n++] = on ? (ebit ? 1 : -1) * std::min<int>(int(len) * 32, 2047) : 0;
-    return cx;
-  }
-  // SEED_SETS (the contract says how): mixer 1's set for this match state, if never updated, starts as
-  // its set k (no match state); then each other mixer's set, if never updated, as mixer 1's. A set seen
-  // for the first time (a new partial byte, class pair, order-2 context) starts from weights that
-  // already know the file rather than from the NN alone. later: the sets of mixers 3 to 11, in order.
-  void seed_sets(int k, int set1, int c0, const std::array<int, 9>& later) {
-    mixer1_.seed(set1, mixer1_.set_weights(k));
-    const i32* from = mixer1_.set_weights(set1);
-    mixer2_.seed(c0, from);
-    if (!prm_.has(LAYERED)) return;
-    mixer3_.seed(later[0], from);
-    mixer4_.seed(later[1], from);
-    if (prm_.has(CLASS_MIX)) mixer5_.seed(later[2], from);
-    if (prm_.has(STATE_MIX)) mixer6_.seed(later[3], from);
-    if (prm_.has(GROUP_MIX)) mixer7_.seed(later[4], from);
-    if (prm_.has(ORDER_MIX)) mixer8_.seed(later[5], from), mixer9_.seed(later[6], from);
-    if (prm_.has(PLACE_MIX)) mixer10_.seed(later[7], from);
-    if (prm_.has(MATCH_MIX)) mixer11_.seed(later[8], from);
-  }
-  // the rows of the mixers with 65,536 sets for the next bit, partial byte c0, rarely in cache (a hint
-  // only, fetched while the bit before updates its models; fetching a byte's first rows too measured slower)
-  void prefetch_big_sets(const Lane& L, int c0, int expect) const {
-    if (prm_.has(ORDER_MIX)) mixer8_.prefetch(order1_set(L, c0)), mixer9_.prefetch(order2_set(L, c0));
-    if (prm_.has(PLACE_MIX)) mixer10_.prefetch(place_set(L, c0));
-    if (prm_.has(MATCH_MIX)) mixer11_.prefetch(match_set(expect, c0));
-  }
-  u64 ring_mask() const { return (u64(1) << prm_.history_bits) - 1; }
-
-  // PREDICTED's context bytes (the contract says how): expect, rexpect, lexpect, the first match
-  // model's, the recovering match's and the first line matcher's predicted bytes (-1: none)
-  u64 predicted_context(const Lane& L, const Where& at, int expect, int rexpect, int lexpect) const {
-    u64 src, ptr;
-    int e;
-    if (rexpect >= 0) src = 1, ptr = L.recover.ptr, e = rexpect;
-    else if (expect >= 0) src = 2, ptr = L.match[0].ptr, e = expect;
-    else if (lexpect >= 0) src = 3, ptr = L.line_match[0].ptr, e = lexpect;
-    else return 0;
-    const u64 e1 = valid(ptr - 1, at) ? ring_[(ptr - 1) & ring_mask()] : 0;
-    return src << 48 | u64(e) << 40 | e1 << 32 | (L.hist & 0xFF) << 24 | u64(std::min<u32>(L.recover.len, 3)) << 20 |
-           u64(L.num_int) << 12 | u64(L.num_frac) << 4 | u64(L.num_point);
-  }
-
-  // written in this block? (lane c has coded its first `coded` bytes)
-  static bool known(u64 p, const Where& at) {
-    const u64 o = p - at.base, lane = o / at.span;
-    return lane < at.lanes && o % at.span < (*at.lane)[lane].coded;
-  }
-  // may the match model read ring position p: written (in an earlier block or this one's
-  // known part) and not yet overwritten by a later position sharing its ring slot
-  bool valid(u64 p, const Where& at) const {
-    const u64 size = u64(1) << prm_.history_bits, end = at.base + at.span * at.lanes;
-    if (p >= at.base && (p >= end || !known(p, at))) return false;
-    const u64 later = p + size;
-    if (later < at.base) return false;
-    return !(later < end && known(later, at));
-  }
-
-  // the byte above (at this column in the lane's previous line), the column, and c1: for text
-  // laid out in lines or records (logs, tables, code)
-  u64 column_context(const Lane& L, size_t b, const Where& at) const {
-    const u32 col = L.coded - L.line;
-    const u64 pa = at.base + b * at.span + L.prev_line + col;
-    const u64 above = L.prev_line + col < L.line && valid(pa, at) ? ring_[pa & ring_mask()] : 0;
-    return above << 16 | u64(std::min<u32>(col, 255)) << 8 | (L.hist & 0xFF);
-  }
-
- public:
   // lane b's state and the shared tables after its byte c (code_byte's last step; bound for tests)
   void end_byte(std::vector<Lane>& lanes, size_t b, const Where& at, int c) {
     Lane& L = lanes[b];
@@ -1205,119 +408,38 @@ class Stage {
     const int before = int(L.hist & 0xFF);
     if (prm_.has(INDIRECT)) indirect_.update(L.hist, c);  // what followed the lane's contexts before c
     L.hist = (L.hist << 8) | u64(c);
-    const int lc = (c >= 'A' && c <= 'Z') ? c + 32 : c;
-    if (lc >= 'a' && lc <= 'z') {
-      L.word = hash32(L.word + u32(lc)) | 1u;
-    } else if (L.word) {
-      L.word2 = L.prev_word;
-      L.prev_word = L.word;
-      L.word = 0;
-    }
+    track_words(L, c);
     ++L.coded;
-    structure(L, c, before, prm_.extras);
-    if (!ring_.empty()) ring_[pos & ring_mask()] = u8(c);
-    if (prm_.has(LINE_MATCH)) line_match(L, b, at, pos, c);
-    if (!prm_.match) return;
-    if (prm_.has(RECOVER)) recover(L, at, c);
-    for (Lane::Match& M : L.match) {  // a match goes on if it predicted this byte from known history
-      if (M.len > 0 && valid(M.ptr, at) && ring_[M.ptr & ring_mask()] == c) {
-        M.len += M.len < 65535;
-        ++M.ptr;
-      } else {
-        M.len = 0;
-      }
-    }
-    if (L.coded < u32(prm_.match_min)) return;
-    const u64 key = prm_.match_min >= 8 ? L.hist : L.hist & ((u64(1) << (8 * prm_.match_min)) - 1);
-    for (int m = 0; m < matchers_; ++m) {  // the second's key has the lane: its latest occurrence in the lane
-      Lane::Match& M = L.match[m];
-      u64& head = heads_[hash64(key, m == 0 ? 17 : 19 + 2 * u64(b)) >> (32 - prm_.match_bits)];
-      if (M.len == 0 && head) {  // a candidate: verify its last match_min bytes against ours
-        const u64 cand = head - 1;
-        u32 n = 0;
-        while (n < u32(prm_.match_min) && cand > n && valid(cand - 1 - n, at) &&
-               ring_[(cand - 1 - n) & ring_mask()] == u8(L.hist >> (8 * n)))
-          ++n;
-        if (n == u32(prm_.match_min)) {
-          M.len = n;
-          M.ptr = cand;
-        }
-      }
-      head = pos + 2;  // stores position + 1 of the next byte (0: empty)
-    }
+    track(L, c, before, prm_.extras);
+    history_.put(pos, c);
+    matches_.after_byte(L, b, at, history_, pos, c);
   }
 
  private:
-  // LINE_MATCH after byte c at global position pos (the contract says how)
-  void line_match(Lane& L, size_t b, const Where& at, u64 pos, int c) {
-    for (Lane::Match& M : L.line_match)
-      if (M.len > 0 && c != '\n' && valid(M.ptr, at) && ring_[M.ptr & ring_mask()] == c) {
-        M.len += M.len < 65535;
-        ++M.ptr;
-      } else {
-        M.len = 0;
-      }
-    if (L.coded < 2) return;
-    u64& head = line_heads_[hash64(u64(b) << 32 | (L.hist & 0xFFFF), 23) >> (32 - LINE_BITS)];
-    const u64 cand = head - 1;  // the byte after the 2 bytes' latest occurrence in the lane (head 0: none)
-    for (int m = 0; m < LINE_MATCHERS; ++m) {  // the first takes it in this line, the second also in the last
-      Lane::Match& M = L.line_match[m];
-      const u64 start = at.base + b * at.span + (m == 0 ? L.line : L.prev_line);
-      if (M.len == 0 && head && cand >= start + 2 && cand <= pos && valid(cand - 2, at) &&
-          ring_[(cand - 1) & ring_mask()] == u8(L.hist) && ring_[(cand - 2) & ring_mask()] == u8(L.hist >> 8)) {
-        M.len = 2;
-        M.ptr = cand;
-      }
-    }
-    head = pos + 2;
-  }
-
-  // RECOVER, before the match models move on past byte c (the contract says how)
-  void recover(Lane& L, const Where& at, int c) const {
-    const auto byte = [&](u64 p) { return valid(p, at) ? int(ring_[p & ring_mask()]) : -1; };
-    int predicted[2] = {-1, -1};
-    for (int m = 0; m < matchers_; ++m)
-      if (L.match[m].len > 0) predicted[m] = byte(L.match[m].ptr);
-    L.recover = recover_step(L.recover, L.recover.miss > 0 ? byte(L.recover.ptr) : -1, L.match.data(), predicted,
-                             matchers_, c);
+  // p, refused unless every value is in its range and every model has what it needs
+  static const Params& checked(const Params& p) {
+    if (p.table_bits < 10 || p.table_bits > 30) throw std::invalid_argument("table_bits must be in [10, 30]");
+    if (p.history_bits < 10 || p.history_bits > 32) throw std::invalid_argument("history_bits must be in [10, 32]");
+    if (p.match_bits < 8 || p.match_bits > 28) throw std::invalid_argument("match_bits must be in [8, 28]");
+    if (p.match_min < 2 || p.match_min > 8) throw std::invalid_argument("match_min must be in [2, 8]");
+    for (int o : p.orders)
+      if (o < 1 || o > 8) throw std::invalid_argument("context orders must be in [1, 8]");
+    if (p.extras & ~u64(EXTRAS_ALL)) throw std::invalid_argument("unknown extra models");
+    check_needs(p);
+    return p;
   }
 
   Params prm_;
   std::shared_ptr<const Tables> tb_;
   const kernels::Kernels* k_;
-  // a context model: its order (1..8, or one of the kinds below) and hashed table (-1: direct)
-  struct Model {
-    int order, table;
-  };
-  static constexpr int WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15,
-                       LOCAL3 = 16, LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21,
-                       PREDICTED_CTX = 22, LEFT_CTX = 23, LAST_NUMBER_CTX = 24,
-                       GROUPS_CTX = 25, GROUP_WORD_CTX = 26, TOKEN1 = 27, TOKEN2 = 28, TOKEN3 = 29,
-                       INDIRECT1 = 30, INDIRECT2 = 31, INDIRECT3 = 32,
-                       PLACES_CTX = 33, UP_CTX = 34, THIS_TOKEN_CTX = 35, NEST_CTX = 36;
-  // mixers 1-4, CLASS_MIX's, STATE_MIX's, GROUP_MIX's, ORDER_MIX's 2, PLACE_MIX's, MATCH_MIX's, NN_FINAL's
-  static constexpr int FINAL_INPUTS = 12;
-
-  static u32 bucket_hash(u32 ctx, int c0) { return hash32(ctx + u32(c0) * 0x9E3779B1u); }
-  std::vector<Model> models_;
-  std::vector<BucketTable> tables_;
-  std::vector<u8> direct_;  // order 1: c1 << 8 | c0 -> bit-history state
-  std::vector<StateMap> maps_;
-  int matchers_ = 0;  // match models: 0, 1, or 2 with LOCAL_MATCH
-  StateMap match_map_[2];
-  StateMap line_map_;  // LINE_MATCH: by the matcher, its length, the line of its ptr and the expected bit
-  std::vector<u64> line_heads_;  // LINE_MATCH: position + 1 of the byte after each lane's 2-byte context
-  StateMap recover_map_;  // RECOVER: by the recovering match's length, misses and expected bit
-  StateMap order_map_;  // CELL_ORDER: by the cell, up_eq, the bits so far against up's, up's bit and k
-  StateMap left_map_;  // CELL_LEFT: by the cell, left_eq and the expected bit
-  std::vector<std::vector<u32>> runs_;  // RUNS: each hashed model's run table (as tables_)
-  StateMap run_map_;  // RUNS: by the model, the run's length, the bit position, b2 != b1 and b1's bit
-  std::vector<u8> ring_;
-  std::vector<u64> heads_;
+  NNInputs nn_;
+  ContextMaps contexts_;
+  Matches matches_;
+  CellInputs cells_;
+  APMs apms_;
+  History history_;
   Indirect indirect_;  // INDIRECT's tables
-  Mixer mixer1_, mixer2_, mixer3_, mixer4_, mixer5_, mixer6_, mixer7_, mixer8_, mixer9_, mixer10_, mixer11_, final_;
-  int n_final_ = 4;  // the final mixer's inputs
-  APM nn_apm_, apm1_, apm2_, match_apm_, group_apm_;
+  Mixers mixers_;
   int n_inputs_ = 0;
   u64 pos_ = 0;
 };

@@ -1,0 +1,175 @@
+// The context models' contexts: which models a stage has, in the order of their inputs, and the
+// bytes each hashes for the next byte of a lane (the contract atop stage.h says how). Every model
+// is a hashed table of bit histories over its context (context_maps.h), order 1 a direct one.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "common.h"
+#include "stage/hash.h"
+#include "stage/history.h"
+#include "stage/lane.h"
+#include "stage/matches.h"
+#include "stage/params.h"
+
+namespace shazip::stage {
+
+constexpr u32 UP_OFFSETS = 16;  // CELL_UP: a byte's offset in its cell is counted to at most 15
+
+// A context model's kind: 1..8 the orders, then the others. The number seeds the context's hash:
+// it is part of the format and never changes.
+enum Context : int {
+  WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15, LOCAL3 = 16,
+  LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21, PREDICTED_CTX = 22, LEFT_CTX = 23,
+  LAST_NUMBER_CTX = 24, GROUPS_CTX = 25, GROUP_WORD_CTX = 26, TOKEN1 = 27, TOKEN2 = 28, TOKEN3 = 29,
+  INDIRECT1 = 30, INDIRECT2 = 31, INDIRECT3 = 32, PLACES_CTX = 33, UP_CTX = 34, THIS_TOKEN_CTX = 35, NEST_CTX = 36,
+};
+
+// The models after version 1's, in the order of their inputs: each model's contexts
+struct ContextsOf {
+  Extra model;
+  std::vector<Context> contexts;
+};
+inline const std::vector<ContextsOf>& extra_contexts() {
+  static const std::vector<ContextsOf> list = {
+      {FIELDS, {FIELD}}, {BRACKETS, {BRACKET}}, {SHAPE, {SHAPES}}, {LOCAL_CTX, {LOCAL3, LOCAL6}},
+      {MATCH_CTX, {MATCHED}}, {FIELD_VALUE, {VALUE}}, {NUMBER, {NUMBER_CTX}}, {RECORD, {RECORD_CTX}},
+      {PREDICTED, {PREDICTED_CTX}}, {CELL_LEFT, {LEFT_CTX}}, {LAST_NUMBER, {LAST_NUMBER_CTX}},
+      {GROUPS, {GROUPS_CTX}}, {GROUP_WORD, {GROUP_WORD_CTX}}, {TOKENS, {TOKEN1, TOKEN2, TOKEN3}},
+      {INDIRECT, {INDIRECT1, INDIRECT2, INDIRECT3}}, {PLACES, {PLACES_CTX}}, {CELL_UP, {UP_CTX}},
+      {THIS_TOKEN, {THIS_TOKEN_CTX}}, {NEST, {NEST_CTX}},
+  };
+  return list;
+}
+
+// A stage's context models in the order of their inputs: the orders, the word model's two, the
+// column's, the sparse one, then the later models' (extra_contexts)
+inline std::vector<int> context_models(const Params& p) {
+  std::vector<int> kinds = p.orders;
+  if (p.word) kinds.insert(kinds.end(), {WORD, WORD_PAIR});
+  if (p.column) kinds.push_back(COLUMN);
+  if (p.sparse) kinds.push_back(SPARSE);
+  for (const ContextsOf& m : extra_contexts())
+    if (p.has(m.model)) kinds.insert(kinds.end(), m.contexts.begin(), m.contexts.end());
+  return kinds;
+}
+
+// INDIRECT's tables, shared by the lanes: the last 2 bytes (the latest low) that followed each
+// order-1, order-2 and hashed order-3 context
+class Indirect {
+ public:
+  Indirect() = default;
+  explicit Indirect(int table_bits) : o1_(256), o2_(65536), o3_(size_t(1) << (table_bits - 1)), shift_(33 - table_bits) {}
+  // the entries of a lane's contexts (its last bytes `hist`, the latest low)
+  std::array<u32, 3> entries(u64 hist) const { return {o1_[hist & 0xFF], o2_[hist & 0xFFFF], o3_[index3(hist)]}; }
+  // byte c followed the contexts of `hist`
+  void update(u64 hist, int c) {
+    for (u16* e : {&o1_[hist & 0xFF], &o2_[hist & 0xFFFF], &o3_[index3(hist)]}) *e = u16(*e << 8 | c);
+  }
+  size_t bytes() const { return (o1_.size() + o2_.size() + o3_.size()) * sizeof(u16); }
+
+ private:
+  size_t index3(u64 hist) const { return hash32(u32(hist & 0xFFFFFF)) >> shift_; }
+  std::vector<u16> o1_, o2_, o3_;
+  int shift_ = 32;
+};
+
+// PLACES's context bytes: in a number, its places so far and the last byte; elsewhere 0 (order 0)
+inline u64 places_context(const Lane& L) {
+  return L.num_int ? u64(L.num_int) << 32 | u64(L.num_frac) << 24 | u64(L.num_point) << 20 | (L.hist & 0xFF) : 0;
+}
+// THIS_TOKEN's context bytes: the current token, or between tokens 2**40 | the last one
+inline u64 this_token_context(const Lane& L) { return L.token ? u64(L.token) : u64(1) << 40 | L.tokens[0]; }
+// NEST's context bytes: the innermost open bracket, min(depth, 15) and the current token (or the last)
+inline u64 nest_context(const Lane& L) {
+  return (L.stack & 0xFF) << 40 | u64(std::min<u32>(L.depth, 15)) << 32 | (L.token ? L.token : L.tokens[0]);
+}
+// CELL_UP's context bytes (after cells_before): the byte above, whether the cell so far repeats
+// the one above, the cell and the byte's offset in it
+inline u64 up_context(const Lane& L) {
+  return u64(L.up) << 24 | u64(L.up_eq) << 20 | u64(L.cell) << 12 |
+         std::min<u32>(L.coded - L.cell_start[L.cell], UP_OFFSETS - 1);
+}
+// COLUMN's context bytes: the byte above (at this column in the lane's previous line), the column,
+// and c1: for text laid out in lines or records (logs, tables, code)
+inline u64 column_context(const Lane& L, size_t b, const Where& at, const History& h) {
+  const u32 col = L.coded - L.line;
+  const u64 pa = at.base + b * at.span + L.prev_line + col;
+  const u64 above = L.prev_line + col < L.line && h.valid(pa, at) ? u64(h[pa]) : 0;
+  return above << 16 | u64(std::min<u32>(col, 255)) << 8 | (L.hist & 0xFF);
+}
+// PREDICTED's context bytes (the contract says how): from the recovering match's, the first match
+// model's or the first line matcher's predicted byte, the first there is
+inline u64 predicted_context(const Lane& L, const Where& at, const History& h, const Predictions& e) {
+  u64 src, ptr;
+  int byte;
+  if (e.rexpect >= 0) src = 1, ptr = L.recover.ptr, byte = e.rexpect;
+  else if (e.expect[0] >= 0) src = 2, ptr = L.match[0].ptr, byte = e.expect[0];
+  else if (e.lexpect[0] >= 0) src = 3, ptr = L.line_match[0].ptr, byte = e.lexpect[0];
+  else return 0;
+  const u64 e1 = h.valid(ptr - 1, at) ? u64(h[ptr - 1]) : 0;
+  return src << 48 | u64(byte) << 40 | e1 << 32 | (L.hist & 0xFF) << 24 | u64(std::min<u32>(L.recover.len, 3)) << 20 |
+         u64(L.num_int) << 12 | u64(L.num_frac) << 4 | u64(L.num_point);
+}
+
+// What the contexts of lane b's next byte read beyond the lane: its place in the block, the
+// history, the matches' predictions, INDIRECT's entries
+struct Looking {
+  size_t b;
+  const Where& at;
+  const History& history;
+  const Predictions& predicted;
+  int matchers;
+  std::array<u32, 3> indirect;
+};
+
+// The bytes a context model of kind `o` hashes for the lane's next byte (FIELD_EQ: FIELD's with
+// field_eq)
+inline u64 context_bytes(int o, const Lane& L, const Looking& to, bool field_eq) {
+  const u32 c1 = u32(L.hist & 0xFF);
+  const Predictions& e = to.predicted;
+  switch (o) {
+    case WORD: return u64(L.word) << 8 | c1;
+    case WORD_PAIR: return u64(L.word) << 32 | L.prev_word;
+    case COLUMN: return column_context(L, to.b, to.at, to.history);
+    case SPARSE: return L.hist & 0xFFFF00;  // the 2 bytes before the last
+    case FIELD: return u64(L.above) << 16 | u64(L.field) << 8 | c1 | (field_eq ? u64(L.field_eq) << 28 : 0);
+    case VALUE: return u64(L.value ? L.value : c1) << 8 | L.field;
+    case NUMBER_CTX:  // in a number: its places so far and the last 2 bytes; elsewhere order 0
+      return L.num_int ? u64(L.num_int) << 32 | u64(L.num_frac) << 24 | u64(L.num_point) << 20 | (L.hist & 0xFFFF) : 0;
+    case RECORD_CTX: return u64(hash32(L.prev_word + hash32(L.word2))) << 32 | (L.value ? L.value : c1);
+    case PREDICTED_CTX: return predicted_context(L, to.at, to.history, e);
+    case LAST_NUMBER_CTX: return u64(hash32(L.prev_word + L.last_num * 0x9E3779B1u)) << 32 | (L.value ? L.value : c1);
+    case GROUPS_CTX: return L.groups ^ u64(L.group_repeat);
+    case GROUP_WORD_CTX:  // the word by the last 4 groups
+      return u64(hash32(u32(L.groups) + u32(L.group_repeat) * 0x9E3779B1u)) << 32 | L.word;
+    case TOKEN1: return u64(L.tokens[0]) << 32 | L.token;
+    case TOKEN2: return u64(hash32(L.tokens[1] + L.tokens[0] * 0x9E3779B1u)) << 32 | L.token;
+    case TOKEN3: return u64(hash32(L.tokens[2] + hash32(L.tokens[1] + L.tokens[0] * 0x9E3779B1u))) << 32 | L.token;
+    case INDIRECT1: return u64(to.indirect[0]) << 8 | c1;
+    case INDIRECT2: return u64(to.indirect[1]) << 16 | (L.hist & 0xFFFF);
+    case INDIRECT3: return u64(to.indirect[2]) << 24 | (L.hist & 0xFFFFFF);
+    case PLACES_CTX: return places_context(L);
+    case UP_CTX: return up_context(L);
+    case THIS_TOKEN_CTX: return this_token_context(L);
+    case NEST_CTX: return nest_context(L);
+    case LEFT_CTX: return u64(L.left) << 24 | u64(L.left_eq) << 20 | u64(L.cell) << 8 | c1;
+    case SHAPES: return u64(L.shape & 0x3FFFFFFF) << 8 | L.field;
+    case LOCAL3: return u64(to.b) << 24 | (L.hist & 0xFFFFFF);
+    case LOCAL6: return u64(to.b) << 48 | (L.hist & 0xFFFFFFFFFFFF);
+    case MATCHED: {  // what followed the predicted byte
+      const int m = to.matchers > 1 && e.expect[1] >= 0 ? 1 : 0;  // none without the match model: expect[0] < 0
+      u64 bytes = L.hist & 0xFFFF;
+      if (e.expect[m] >= 0) bytes |= u64(256 + e.expect[m]) << 24 | u64(std::min(e.band[m], 15)) << 16;
+      else if (e.lexpect[0] >= 0) bytes |= u64(512 + e.lexpect[0]) << 24;  // LINE_MATCH's, this line's
+      return bytes;
+    }
+    case BRACKET: return (L.stack & 0xFFFF) << 24 | u64(std::min<u32>(L.depth, 15)) << 16 | u64(L.quoted) << 8 | c1;
+    default: return o >= 8 ? L.hist : L.hist & ((u64(1) << (8 * o)) - 1);
+  }
+}
+
+
+}  // namespace shazip::stage

@@ -1,0 +1,227 @@
+// One lane's state within a block (its last bytes, words, lines, fields, cells, numbers, brackets,
+// groups, tokens and matches) and how a byte moves it on: what the context models read.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "common.h"
+#include "stage/hash.h"
+#include "stage/params.h"
+
+namespace shazip::stage {
+
+constexpr int FIELDS_MAX = 16;  // fields of a line tracked by the FIELDS model
+constexpr u32 DIGITS_MAX = 16;  // DIGITS: a run of digits is counted up to this
+constexpr int LINE_MATCHERS = 2;  // LINE_MATCH: one takes candidates in this line, one also in the line before
+constexpr u32 NUM_PLACES = 15;  // NUMBER: a number's digits before and after its point are counted to at most this
+constexpr u32 CELLS_MAX = 16;  // CELL_*: cells of a line tracked (the last takes the rest)
+
+// One lane's context within a block: its own previous bytes, words, lines and match
+struct Lane {
+  u64 hist = 0;       // last 8 bytes, most recent in the low byte
+  u32 word = 0;       // hash of the current alphabetic word (0 outside words)
+  u32 prev_word = 0;  // hash of the word before it
+  u32 word2 = 0;      // RECORD: hash of the word before prev_word
+  u32 line = 0;       // lane offset where the current line starts (after a '\n')
+  u32 prev_line = 0;  // ... and where the previous one started
+  struct Match {
+    u64 ptr = 0;  // global position of the predicted byte (valid while len > 0)
+    u32 len = 0;  // match length in bytes (0: none)
+  };
+  std::array<Match, 2> match{};  // the match models' (the second: LOCAL_MATCH)
+  // RECOVER: a match that mispredicted, followed on as if the byte had been replaced (none: 0 misses)
+  struct Recovering {
+    u64 ptr = 0;
+    u32 len = 0;   // bytes it predicted since its last miss
+    u32 miss = 0;  // its misses (0: none followed)
+  } recover;
+  std::array<Match, LINE_MATCHERS> line_match{};  // LINE_MATCH: the last 2 bytes' latest occurrence in this line (in these 2 lines)
+  u32 coded = 0;      // bytes of this lane coded so far
+  // FIELDS: the current line's field starts (lane offsets), and the previous line's
+  u32 field = 0, prev_fields = 0;
+  std::array<u32, FIELDS_MAX> field_start{}, prev_field_start{};
+  // BRACKETS: open brackets (innermost in the low byte), how many, and inside a "string"
+  u64 stack = 0;
+  u32 depth = 0;
+  bool quoted = false;
+  u32 shape = 0;  // SHAPE: the last bytes' classes, 5 bits each, the latest in the low bits
+  u32 value = 0;  // FIELD_VALUE: hash of the current field's bytes (0: none yet)
+  // FIELD_EQ: this byte's FIELDS context byte (256 + the byte above in the field, 0: none), and
+  // whether every byte of the current field so far equalled its byte above
+  u32 above = 0;
+  bool field_eq = true;
+  u32 digits = 0;  // DIGITS: the digits ending at the last byte (at most DIGITS_MAX)
+  // NUMBER: the current number's digits before its point and after it (0: not in a number)
+  u32 num_int = 0, num_frac = 0;
+  bool num_point = false;
+  // CELL_*: the current cell, this line's cell starts and the previous line's; the bytes at this
+  // offset of the previous cell (left) and of this cell in the line above (up: 256 + byte, 0:
+  // none), formed before each byte, and whether every byte of the cell so far equalled its own
+  u32 cell = 0, prev_cells = 0;
+  std::array<u32, CELLS_MAX> cell_start{}, prev_cell_start{};
+  u32 left = 0, up = 0;
+  bool left_eq = true, up_eq = true;
+  // LAST_NUMBER: the current number's first two digits, and the last number's digits before its
+  // point << 8 | their lead (0: none yet)
+  u32 lead = 0, last_num = 0;
+  // GROUPS: the last 8 byte groups (the latest in the low byte), and whether the last byte's
+  // group repeated the latest (a letter or digit within a word or number: not added again)
+  u64 groups = 0;
+  bool group_repeat = false;
+  // TOKENS: the hash of the current token (0 outside one) and the last 3 tokens ended, the latest first
+  u32 token = 0;
+  std::array<u32, 3> tokens{};
+};
+
+// digits, lower and upper case letters, bytes above 127 (4 classes); space, newline, tab and
+// 24 punctuation marks each their own; the rest one class
+inline u32 byte_class(int c) {
+  if (c >= '0' && c <= '9') return 0;
+  if (c >= 'a' && c <= 'z') return 1;
+  if (c >= 'A' && c <= 'Z') return 2;
+  if (c >= 128) return 3;
+  static constexpr char marks[] = " \n\t\"&'()*+,-./:;<=>?@[]_{|}";
+  for (u32 i = 0; i < sizeof(marks) - 1; ++i)
+    if (c == marks[i]) return 4 + i;
+  return 31;
+}
+inline bool cell_separator(int c) { return c == ',' || c == '\t' || c == ';' || c == '|'; }
+inline bool separator(int c) {
+  switch (c) {
+    case ' ': case '\t': case ',': case ';': case '|': case ':': case '=': case '"': case '\'':
+    case '(': case ')': case '[': case ']': case '{': case '}': case '<': case '>': return true;
+    default: return false;
+  }
+}
+// The byte at the same offset of the same field in the lane's previous line, 256 + byte; 0 if
+// that field is shorter or absent there, or the decoder cannot know it (byte_at(lane offset)
+// is -1): for records whose fields vary in width (CSV, logs).
+template <class ByteAt>
+u32 field_above(const Lane& L, ByteAt&& byte_at) {
+  if (L.field >= L.prev_fields) return 0;
+  const u32 q = L.prev_field_start[L.field] + (L.coded - L.field_start[L.field]);
+  const u32 end = L.field + 1 < L.prev_fields ? L.prev_field_start[L.field + 1] : L.line;
+  const int c = q < end ? byte_at(q) : -1;
+  return c < 0 ? 0 : 256 | u32(c);
+}
+// CELL_*'s left and up before the next byte (256 + byte, 0: none; byte_at(lane offset) is -1 where
+// the decoder cannot know the byte)
+template <class ByteAt>
+void cells_before(Lane& L, ByteAt&& byte_at) {
+  const u32 o = L.coded - L.cell_start[L.cell];
+  const auto at = [&](u32 q, u32 end) {
+    const int c = q < end ? byte_at(q) : -1;
+    return c < 0 ? 0 : 256 | u32(c);
+  };
+  L.left = L.cell > 0 ? at(L.cell_start[L.cell - 1] + o, L.cell_start[L.cell]) : 0;
+  L.up = 0;
+  if (L.cell < L.prev_cells) {
+    const u32 end = L.cell + 1 < L.prev_cells ? L.prev_cell_start[L.cell + 1] : L.line;
+    L.up = at(L.prev_cell_start[L.cell] + o, end);
+  }
+}
+// The word model's words after byte c: letters, case folded (RECORD keeps the word before the last)
+inline void track_words(Lane& L, int c) {
+  const int lc = (c >= 'A' && c <= 'Z') ? c + 32 : c;
+  if (lc >= 'a' && lc <= 'z') {
+    L.word = hash32(L.word + u32(lc)) | 1u;
+  } else if (L.word) {
+    L.word2 = L.prev_word;
+    L.prev_word = L.word;
+    L.word = 0;
+  }
+}
+// The lane's lines, fields, cells, numbers, brackets, groups and tokens after byte c, which followed
+// `before` (L.coded counts c; FIELD_EQ compares c with L.above, c's field_above): each tracked only
+// for the models (`extras`) that read it
+inline void track(Lane& L, int c, int before, u64 extras) {
+  if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS | RECORD | STATE_MIX | PLACE_MIX)) {
+    const bool eq = L.field_eq && L.above == (256 | u32(c));
+    L.field_eq = true;
+    if (c == '\n') {
+      L.prev_field_start = L.field_start;
+      L.prev_fields = L.field + 1;
+      L.field = 0;
+      L.field_start[0] = L.coded;
+    } else if (separator(c) && !(c == ' ' && separator(before)) && L.field + 1 < FIELDS_MAX) {
+      L.field_start[++L.field] = L.coded;
+    } else {
+      L.field_eq = eq;
+    }
+  }
+  if (extras & CELLS) {
+    const bool left_eq = L.left_eq && L.left == (256 | u32(c)), up_eq = L.up_eq && L.up == (256 | u32(c));
+    L.left_eq = L.up_eq = true;
+    if (c == '\n') {
+      L.prev_cell_start = L.cell_start;
+      L.prev_cells = L.cell + 1;
+      L.cell = 0;
+      L.cell_start[0] = L.coded;
+    } else if (cell_separator(c) && L.cell + 1 < CELLS_MAX) {
+      L.cell_start[++L.cell] = L.coded;
+    } else {
+      L.left_eq = left_eq, L.up_eq = up_eq;
+    }
+  }
+  if (extras & DIGITS) L.digits = c >= '0' && c <= '9' ? std::min(L.digits + 1, DIGITS_MAX) : 0;
+  if (extras & (NUMBER | PREDICTED | STATE_MIX | LAST_NUMBER | PLACES)) {
+    const bool digit = c >= '0' && c <= '9';
+    if (digit && !L.num_point && L.num_int < 2) L.lead = (L.num_int ? L.lead * 10 : 0) + u32(c - '0');
+    const bool ends = !digit && !(c == '.' && L.num_int && !L.num_point);
+    if (ends && L.num_int) L.last_num = L.num_int << 8 | L.lead;
+    if (digit) {
+      if (L.num_point) L.num_frac += L.num_frac < NUM_PLACES;
+      else L.num_int += L.num_int < NUM_PLACES;
+    } else if (c == '.' && L.num_int && !L.num_point) {
+      L.num_point = true;
+    } else {
+      L.num_int = L.num_frac = 0, L.num_point = false;
+    }
+  }
+  if (extras & (FIELD_VALUE | RECORD | LAST_NUMBER))
+    L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
+  if (c == '\n') {
+    L.prev_line = L.line;
+    L.line = L.coded;
+  }
+  if (extras & SHAPE) L.shape = L.shape << 5 | byte_class(c);
+  if (extras & GROUPS_ANY) {
+    const u64 g = c >= '0' && c <= '9'   ? '0'
+                  : c >= 'a' && c <= 'z' ? 'a'
+                  : c >= 'A' && c <= 'Z' ? 'A'
+                  : c >= 128             ? 128
+                                         : u64(c);
+    L.group_repeat = (g == '0' || g == 'a' || g == 'A') && (L.groups & 255) == g;
+    if (!L.group_repeat) L.groups = L.groups << 8 | g;
+  }
+  if (extras & (TOKENS | THIS_TOKEN | NEST)) {
+    const bool in_token = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                          c == '$' || c >= 128;
+    const auto push = [&L](u32 t) { L.tokens = {t, L.tokens[0], L.tokens[1]}; };
+    if (in_token) {
+      L.token = hash32(L.token + u32(c) + 1) | 1u;
+    } else {
+      if (L.token) push(L.token);
+      L.token = 0;
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') push(256 + u32(c));
+    }
+  }
+  if (extras & (BRACKETS | STATE_MIX | NEST)) {
+    if (L.quoted) {
+      L.quoted = !(c == '"' && before != '\\');
+    } else if (c == '"') {
+      L.quoted = true;
+    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+      L.stack = L.stack << 8 | u64(c);
+      ++L.depth;
+    } else if ((c == ')' || c == ']' || c == '}' || c == '>') && L.depth) {
+      L.stack >>= 8;
+      --L.depth;
+    }
+  }
+}
+
+
+}  // namespace shazip::stage
