@@ -1,5 +1,5 @@
 // Python binding of the adaptive stage: _core.Stage, the per-step coders external engines use
-// (the torch twin, the GPU), and single components for tests.
+// (the torch twin, the GPU), and (_core.testing) single components for tests.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -237,39 +237,41 @@ void bind_stage(py::module_& m) {
         std::copy(sym.begin(), sym.end(), out.mutable_data());
         return out;
       });
-  m.def("counter_update", &counter_update);
-  m.def("mixer_step", &mixer_step, py::arg("stage"), py::arg("w"), py::arg("x"), py::arg("y"), py::arg("lr"),
+  // the components alone, for tests: _core.testing, apart from the API the package uses
+  py::module_ t = m.def_submodule("testing", "The stage's components alone, for tests (not shazip's API)");
+  t.def("counter_update", &counter_update);
+  t.def("mixer_step", &mixer_step, py::arg("stage"), py::arg("w"), py::arg("x"), py::arg("y"), py::arg("lr"),
         py::arg("warm") = 0, py::arg("seen") = 0);
-  m.def("structure_after", &structure_after);
-  m.def("indirect_after", &indirect_after);
-  m.def("places_context", [](const py::bytes& data) { return places_context(lane_after(std::string(data))); });
-  m.def("this_token_context",
+  t.def("structure_after", &structure_after);
+  t.def("indirect_after", &indirect_after);
+  t.def("places_context", [](const py::bytes& data) { return places_context(lane_after(std::string(data))); });
+  t.def("this_token_context",
         [](const py::bytes& data) { return this_token_context(lane_after(std::string(data))); });
-  m.def("mixer_seed_steps", &mixer_seed_steps);
-  m.def("order2_set", [](const py::bytes& data, int c0) {
+  t.def("mixer_seed_steps", &mixer_seed_steps);
+  t.def("order2_set", [](const py::bytes& data, int c0) {
     require(c0 >= 1 && c0 < 256, "c0 must be in [1, 255]");
     return order2_set(lane_after(std::string(data)), c0);
   });
-  m.def("place_set", [](const py::bytes& data, int c0) {
+  t.def("place_set", [](const py::bytes& data, int c0) {
     require(c0 >= 1 && c0 < 256, "c0 must be in [1, 255]");
     return place_set(lane_after(std::string(data)), c0);
   });
-  m.def("match_set", [](int e, int c0) {
+  t.def("predicted_set", [](int e, int c0) {
     require(e >= -1 && e < 256 && c0 >= 1 && c0 < 256, "e must be in [-1, 255], c0 in [1, 255]");
     return predicted_set(e, c0);
   });
-  m.def("nest_context", [](const py::bytes& data) { return nest_context(lane_after(std::string(data))); });
-  m.def("cell_contexts", &cell_contexts);
-  m.def("byte_class", [](int c) {
+  t.def("nest_context", [](const py::bytes& data) { return nest_context(lane_after(std::string(data))); });
+  t.def("cell_contexts", &cell_contexts);
+  t.def("byte_class", [](int c) {
     require(c >= 0 && c < 256, "a byte");
     return byte_class(c);
   });
-  m.def("apm_step", &apm_step);
-  m.def("recover_step", &recover_step_of);
-  m.def("run_after", [](u32 e, u32 chk, int c) {
+  t.def("apm_step", &apm_step);
+  t.def("recover_step", &recover_step_of);
+  t.def("run_after", [](u32 e, u32 chk, int c) {
     require(chk < 256 && c >= 0 && c < 256, "a check byte and a byte");
     return run_after(e, chk, c);
   });
-  m.def("line_match_trace", &line_match_trace);
-  m.def("bit_history", &bit_history);
+  t.def("line_match_trace", &line_match_trace);
+  t.def("bit_history", &bit_history);
 }
