@@ -240,7 +240,7 @@ class AdaptiveParams:
         """These parameters for an input that begins with `data`: without version 10's table models
         (and version 16's cell context) unless it looks like a table (`looks_tabular`), and without
         the token models (version 15's tokens, version 16's current token and nest) where it does.
-        Measured (benchmarks/README.md, "Stage version 10", "Stage version 15", "Stage version 16"):
+        Measured (benchmarks/JOURNAL.md, "Stage version 10", "Stage version 15", "Stage version 16"):
         the table models shrink a CSV 5.2 % and an access log 1.0 %, but would cost prose up to
         0.04 %; the tokens context shrinks code 0.3-0.7 %, but costs tables up to 0.6 %."""
         return self.for_kind(looks_tabular(data))

@@ -7,14 +7,14 @@ DEFAULT_LANES = 32  # the most lanes the automatic choice uses on the CPU (lanes
 MAX_LANES = 1024  # each lane holds a ring of mem_len states: 512 MB for `small` at 1024 lanes
 # Lanes per block. Each lane starts the model cold, and lanes interleave in the adaptive stage's
 # shared tables, which dilutes the recency its statistics rely on. On the CPU a step costs about
-# the same per lane whatever their number (benchmarks/README.md, "The step"), so lanes buy little
+# the same per lane whatever their number (benchmarks/JOURNAL.md, "The step"), so lanes buy little
 # speed there; a GPU runs a step's lanes as one batch and wants many. Measured on the suite
-# (benchmarks/README.md, "Structured text"): lanes of at least 16 KB instead of 2 KB make the
+# (benchmarks/JOURNAL.md, "Structured text"): lanes of at least 16 KB instead of 2 KB make the
 # archives 0.8 % smaller (logs 6 %, JSON 3 %) and were no slower.
 LANE_FLOOR = 256  # what archives may hold: at most n // 256 lanes (every shazip encoder keeps to it)
 # Repetitive text (logs, tables, JSON, XML, code: records and keys that recur) loses far more to
 # lanes than prose does: strings first met in two lanes are paid twice, and each lane's model
-# and line-above contexts start cold. Measured on 150 KB development files (benchmarks/README.md,
+# and line-above contexts start cold. Measured on 150 KB development files (benchmarks/JOURNAL.md,
 # "Lanes by kind"), lanes of 64 KB rather than 16 KB: logs 1.2-7 % smaller, JSON 1.4-6.8 %, XML
 # 1.6 %, code 0.6 %, a book 0.2 %. So a block that zstd's fastest level shrinks more than
 # REPETITIVE-fold (prose: 2.4-2.7; those files: 3.5-82) gets lanes LONG_LANES times longer on
@@ -28,7 +28,7 @@ LONG_LANES = 4
 SPLIT_LANES = 8
 # On a GPU a step is one batch of every lane and costs about the same from 64 to 1,024 lanes
 # (the torch twin launches ~550 kernels a step: 6.0 ms at 64 lanes, 7.3 ms at 1,024 on an H100;
-# benchmarks/README.md, "The GPU machine"), so there the automatic choice takes up to MAX_LANES
+# benchmarks/JOURNAL.md, "The GPU machine"), so there the automatic choice takes up to MAX_LANES
 # lanes, none shorter than MIN_LANE_GPU: 1 MB of enwik6 as 488 lanes in 34 s (64 lanes: 159 s;
 # the archive 2.2 % larger).
 MIN_LANE_GPU = 2048
@@ -55,7 +55,7 @@ class LanePolicy:
 @dataclass(frozen=True)
 class Level:
     """What a compression level (-1 .. -9) chooses. Every choice is recorded in the archive, so
-    a decoder is told nothing. Measured on the suite: benchmarks/README.md, "Levels"."""
+    a decoder is told nothing. Measured on the suite: benchmarks/JOURNAL.md, "Levels"."""
 
     models: tuple[str, ...]  # the adaptive stage's models: version 1's (`nn`: the neural model) and models.def's
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
@@ -67,7 +67,7 @@ class Level:
 
 
 # Each level's stage, written out (tests/test_codec.py pins what each makes). Why these, measured on
-# the suite (benchmarks/README.md, "Stage version 13" .. "Stage version 17"): every level but -1 uses
+# the suite (benchmarks/JOURNAL.md, "Stage version 13" .. "Stage version 17"): every level but -1 uses
 # version 16's slow final mixer (0.4-0.5 % smaller for no time) and version 17's seeded weight sets
 # (up to 0.2 %). Levels 3-6 use version 12's run inputs (0.5 % smaller at -6) and version 13's groups
 # context (0.3 %), without the sparse context (+0.01 % beside the groups, for its time): the stage
@@ -116,7 +116,7 @@ LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone,
                "one lane per block (on a GPU: up to 1024 lanes of 2 KB or more at every level).")
 DEFAULT_BLOCK_SIZE = 2 << 20
 # Input bytes per frame (an independent archive: frames.py). Each frame starts the adaptive
-# stage cold; measured in benchmarks/README.md "Frames".
+# stage cold; measured in benchmarks/JOURNAL.md "Frames".
 DEFAULT_FRAME_SIZE = 16 << 20
 FRAME_HELP = ("Input bytes per frame, an independent archive (whole blocks): -T N makes and decodes N frames at "
               "once. 0: one archive however long the input.")

@@ -84,7 +84,7 @@ BASELINES = [
              "zpaq", ()),
     Baseline("7-Zip PPMd", "o=16 mem=1g", ["7zz", "a", "-bd", "-m0=PPMd:o=16:mem=1g", "{out}", "in"],
              ["7zz", "e", "-bd", "{out}", "-o{dir}"], None, "ppmd", (), ("7z", "7za")),
-    # the strongest open context mixer: built from source (benchmarks/README.md), found on PATH
+    # the strongest open context mixer: built from source (benchmarks/JOURNAL.md, "Structured text"), found on PATH
     Baseline("paq8px", "-8", ["paq8px", "-8", "in", "{out}"], ["paq8px", "-d", "{out}", "{dir}/in"], None,
              "paq8px", ()),
 ]
