@@ -653,7 +653,9 @@ def test_memory_does_not_grow_with_the_input(tmp_path, random_model_path, text):
         d = _measure(shz + ["decompress", "-", "-c", "-q", "-T", "2", "--model", str(random_model_path)], arc, back)
         assert back.read_bytes() == src.read_bytes()
         peaks[mib] = (c.peak_rss_mb, d.peak_rss_mb)
-    assert peaks[192][0] - peaks[96][0] < 30 and peaks[192][1] - peaks[96][1] < 30, peaks
+    # memory that grew with the input would add ~96 MB; one frame more in flight at the peak (16 MiB
+    # in, its output beside it) is the timing of two workers, and stays under half of that
+    assert peaks[192][0] - peaks[96][0] < 48 and peaks[192][1] - peaks[96][1] < 48, peaks
 
 
 # ---------------------------------------------------------------- 6. gzip habits
