@@ -12,6 +12,7 @@ import pytest
 import zstandard
 
 import shazip
+from shazip import core
 from shazip.adaptive import EXTRA_FLAGS, MODEL_FLAGS, TABLE_FLAGS, AdaptiveParams
 from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
 from shazip.container import Method
@@ -205,6 +206,24 @@ def test_mixed_archive_identical_across_threads_and_runs(trained, text):
     assert shazip.compress(data, model=trained, lanes=4, block_size=3000, threads=2) == base
     assert shazip.compress(data, model=trained, lanes=4, block_size=3000, threads=1) == base
     assert shazip.decompress(base, model=trained, threads=2) == data
+
+
+@pytest.mark.parametrize("lanes,threads", [(1, 2), (1, 4), (2, 3), (3, 4)])
+def test_the_model_ahead_of_the_coder_changes_no_byte(trained, text, lanes, threads):
+    """Encoding with threads beyond the block's lanes, the model runs ahead of the coder on a thread
+    of its own: the same archives as one thread, with the stage and with the model alone."""
+    data = text[:7000]
+    engine = IntEngine(trained, threads)
+    job = core.load().Job(engine.model, engine.pool, 3000, lanes, data=data[:3000])
+    assert job.pipelined  # the path this test is about
+    assert not core.load().Job(engine.model, engine.pool, 3000, threads, data=data[:3000]).pipelined
+    assert not core.load().Job(engine.model, engine.pool, 3000, lanes, payload=b"").pipelined  # decoding
+    for adapt, method in (("cm", Method.MIXED), ("none", Method.MODEL)):
+        coding = dict(model=trained, lanes=lanes, block_size=3000, adapt=adapt, methods=frozenset({method}))
+        one = shazip.compress(data, threads=1, **coding)
+        assert methods_of(one) == [method] * 3
+        assert shazip.compress(data, threads=threads, **coding) == one
+        assert shazip.decompress(one, model=trained, threads=threads) == data
 
 
 def test_stage_undoes_blocks_stored_another_way(trained, text):

@@ -38,6 +38,8 @@ void bind_block(py::module_& m) {
       .def("run", &block::Job::run, py::arg("steps"), py::call_guard<py::gil_scoped_release>(),
            "Runs at most `steps` steps (GIL released); returns the bytes they coded.")
       .def_property_readonly("done", &block::Job::done)
+      .def_property_readonly("pipelined", &block::Job::pipelined,
+                             "Whether the model runs ahead of the coder on a thread of its own (encoding with threads to spare).")
       .def("result", [](block::Job& j) { return py::bytes(j.result()); })
       .def_property_readonly("model_bits", &block::Job::model_bits)
       .def_property_readonly("coded_bits", &block::Job::coded_bits);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 namespace shazip::block {
 
@@ -18,9 +21,14 @@ Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> 
   sym_.assign(size_t(lanes), 0);
   freq_.assign(size_t(lanes) * 256, 1);  // without a model: uniform rows, which a stage without its NN input ignores
   if (model_) state_ = model_->new_state(lanes);
+  if (encoding_ && model_ && pool_ && pool_->size() > lanes && n > 0) {
+    model_pool_ = std::make_unique<ThreadPool>(int(lanes));  // lanes < the pool: the rest is the coder's
+    freq_.assign(size_t(RING_STEPS * lanes) * 256, 1);
+  }
 }
 
 i64 Job::run(i64 steps) {
+  if (model_pool_) return run_pipelined(steps);
   i64 coded = 0;
   for (i64 s = 0; s < steps && t_ < span_; ++s, ++t_) {
     while (active_ > 0 && std::min(span_, n_ - (active_ - 1) * span_) <= t_) --active_;  // lane lengths
@@ -40,6 +48,84 @@ i64 Job::run(i64 steps) {
     }
     coded += k;
   }
+  return coded;
+}
+
+i64 Job::run_pipelined(i64 steps) {
+  const i64 t0 = t_, t1 = std::min(span_, t_ + steps), row = lanes_ * 256;
+  std::vector<i64> active(size_t(RING_STEPS), 0);  // each ring slot's active lanes
+  std::mutex mu;
+  std::condition_variable cv;
+  i64 made = t0, used = t0;  // steps whose rows are in the ring, and that the coder has coded
+  bool stop = false;
+  std::exception_ptr failed;
+  std::thread model([&] {  // the model, RING_STEPS steps ahead at most
+    try {
+      std::vector<u8> prev(size_t(lanes_), BOS);
+      i64 k = active_;
+      for (i64 t = t0; t < t1; ++t) {
+        while (k > 0 && std::min(span_, n_ - (k - 1) * span_) <= t) --k;  // lane lengths
+        for (i64 b = 0; b < k; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return stop || made - used < RING_STEPS; });
+          if (stop) return;
+        }
+        model_->step(*state_, prev.data(), k, &freq_[size_t((t % RING_STEPS) * row)], *model_pool_);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          active[size_t(t % RING_STEPS)] = k;
+          ++made;
+        }
+        cv.notify_all();
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      failed = std::current_exception();
+      cv.notify_all();
+    }
+  });
+  const auto finish = [&] {  // the model's thread stopped and joined, whatever happened here
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    model.join();
+  };
+  i64 coded = 0;
+  try {
+    for (; t_ < t1; ++t_) {
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return made > t_ || failed; });
+        if (made <= t_) break;  // the model failed
+        active_ = active[size_t(t_ % RING_STEPS)];
+      }
+      const i64 k = active_;
+      const i64* f = &freq_[size_t((t_ % RING_STEPS) * row)];
+      for (i64 b = 0; b < k; ++b) sym_[size_t(b)] = grid_[size_t(b * span_ + t_)];
+      coder_->code(f, sym_.data(), k);
+      if (measure_)
+        for (i64 b = 0; b < k; ++b) {
+          const i64* fb = f + b * 256;
+          i64 sum = 0;
+          for (int j = 0; j < 256; ++j) sum += fb[j];
+          model_bits_ -= std::log2(double(fb[sym_[size_t(b)]]) / double(sum));
+        }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ++used;
+      }
+      cv.notify_all();
+      coded += k;
+    }
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
+  if (failed) std::rethrow_exception(failed);
   return coded;
 }
 

@@ -8,6 +8,11 @@
 //
 // Python runs a job a chunk of steps at a time (`run`), with the GIL released, so progress bars
 // and Ctrl-C keep working between chunks.
+//
+// Encoding with threads to spare (a pool larger than the block's lanes, whose step splits by
+// lanes and so could not use them: one lane at -2 and -9), the model runs ahead of the coder on a
+// thread of its own, into a ring of rows: every byte is known in advance, so its steps need not
+// wait for the coder, and the two overlap. The rows are the same, so the payload is too.
 #pragma once
 
 #include <memory>
@@ -21,6 +26,7 @@
 namespace shazip::block {
 
 constexpr u8 BOS = 0;  // the "previous byte" fed to every lane at its start
+constexpr i64 RING_STEPS = 16;  // pipelined: how many steps' rows the model may run ahead
 
 // Codes one step's symbols of the k active lanes: an encoder reads sym, a decoder writes it.
 class SymbolCoder {
@@ -39,6 +45,8 @@ class Job {
       i64 n, i64 lanes, const u8* data, bool measure);
   // Runs at most `steps` steps; returns the bytes coded by them (all lanes together).
   i64 run(i64 steps);
+  // whether the model runs ahead of the coder (see above)
+  bool pipelined() const { return model_pool_ != nullptr; }
   bool done() const { return t_ >= span_; }
   // The encoder's payload, or the decoder's bytes; once done.
   std::string result();
@@ -47,6 +55,7 @@ class Job {
   double coded_bits() const { return coder_->bits(); }
 
  private:
+  i64 run_pipelined(i64 steps);
   std::shared_ptr<const model::Model> model_;
   std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<SymbolCoder> coder_;
@@ -55,7 +64,8 @@ class Job {
   bool encoding_, measure_;
   std::vector<u8> grid_;   // lane-major: lane b's bytes at [b * span, (b + 1) * span)
   std::vector<u8> prev_, sym_;
-  std::vector<i64> freq_;
+  std::vector<i64> freq_;  // the step's rows; pipelined: a ring of RING_STEPS steps' rows
+  std::unique_ptr<ThreadPool> model_pool_;  // pipelined: the model's team (the rest of the pool but the coder's thread)
   double model_bits_ = 0.0;
 };
 
