@@ -10,7 +10,7 @@
 // and Ctrl-C keep working between chunks.
 //
 // Encoding with threads to spare (a pool larger than the block's lanes, whose step splits by
-// lanes and so could not use them: one lane at -2 and -9), the model runs ahead of the coder on a
+// lanes and so could not use them: -9's one lane, a small file's few), the model runs ahead of the coder on a
 // thread of its own, into a ring of rows: every byte is known in advance, so its steps need not
 // wait for the coder, and the two overlap. The rows are the same, so the payload is too.
 #pragma once
