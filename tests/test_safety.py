@@ -182,7 +182,11 @@ def test_a_signal_as_the_temporary_file_is_made_leaves_none(tmp_path, monkeypatc
 
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     (tmp_path / "a.txt").write_bytes(b"a" * 100)
-    r = run("-q", tmp_path / "a.txt")
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal: a background run ignores it
+    try:
+        r = run("-q", tmp_path / "a.txt")
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert r.exit_code == (130 if sig == signal.SIGINT else 128 + sig), r.stderr
     assert listing(tmp_path) == ["a.txt"]
 

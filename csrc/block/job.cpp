@@ -37,15 +37,8 @@ i64 Job::run(i64 steps) {
     if (encoding_)
       for (i64 b = 0; b < k; ++b) sym_[size_t(b)] = grid_[size_t(b * span_ + t_)];
     coder_->code(freq_.data(), sym_.data(), k);
-    for (i64 b = 0; b < k; ++b) {
-      grid_[size_t(b * span_ + t_)] = prev_[size_t(b)] = sym_[size_t(b)];
-      if (measure_ && model_) {
-        const i64* f = &freq_[size_t(b * 256)];
-        i64 sum = 0;
-        for (int j = 0; j < 256; ++j) sum += f[j];
-        model_bits_ -= std::log2(double(f[sym_[size_t(b)]]) / double(sum));
-      }
-    }
+    for (i64 b = 0; b < k; ++b) grid_[size_t(b * span_ + t_)] = prev_[size_t(b)] = sym_[size_t(b)];
+    if (measure_ && model_) count_model_bits(freq_.data(), k);
     coded += k;
   }
   return coded;
@@ -106,13 +99,7 @@ i64 Job::run_pipelined(i64 steps) {
       const i64* f = &freq_[size_t((t_ % RING_STEPS) * row)];
       for (i64 b = 0; b < k; ++b) sym_[size_t(b)] = grid_[size_t(b * span_ + t_)];
       coder_->code(f, sym_.data(), k);
-      if (measure_)
-        for (i64 b = 0; b < k; ++b) {
-          const i64* fb = f + b * 256;
-          i64 sum = 0;
-          for (int j = 0; j < 256; ++j) sum += fb[j];
-          model_bits_ -= std::log2(double(fb[sym_[size_t(b)]]) / double(sum));
-        }
+      if (measure_) count_model_bits(f, k);
       {
         std::lock_guard<std::mutex> lock(mu);
         ++used;
@@ -127,6 +114,15 @@ i64 Job::run_pipelined(i64 steps) {
   finish();
   if (failed) std::rethrow_exception(failed);
   return coded;
+}
+
+void Job::count_model_bits(const i64* freq, i64 k) {
+  for (i64 b = 0; b < k; ++b) {
+    const i64* f = freq + b * 256;
+    i64 sum = 0;
+    for (int j = 0; j < 256; ++j) sum += f[j];
+    model_bits_ -= std::log2(double(f[sym_[size_t(b)]]) / double(sum));
+  }
 }
 
 std::string Job::result() {
