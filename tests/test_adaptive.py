@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from shazip import _core, core
-from shazip.adaptive import (EXTRA_FLAGS, EXTRAS_OF, PARAMS_BYTES, TABLE_FLAGS, VERSION, AdaptiveParams,
+from shazip.adaptive import (EXTRA_FLAGS, EXTRAS_OF, NEEDS, PARAMS_BYTES, TABLE_FLAGS, VERSION, AdaptiveParams,
                               AdaptiveStage, looks_tabular, squash_table)
 from shazip.errors import CorruptArchive
 
@@ -998,3 +998,28 @@ def test_the_stage_models_have_one_list():
     spec.loader.exec_module(doc)
     text = (root / "docs" / "format.md").read_text()
     assert text[text.index(doc.HEAD) + len(doc.HEAD):text.index(doc.TAIL)].strip() == doc.render()
+
+
+def test_every_registered_model_changes_what_the_stage_codes(text):
+    """models.def is the one list of the stage's models, and a line there without its component
+    would be accepted and do nothing: each model, with what it needs, codes a mixed sample (prose,
+    markup, a table of numbers, code, log lines) into another payload than the same stage without it."""
+    table = b"".join(b"%d,K%c%c,Town %d,AK,%.5f,-%.5f\n" % (i, 65 + i % 26, 66 + i % 7, i % 9, 50 + i / 97, 140 + i / 89)
+                     for i in range(60))
+    code = b"".join(b"    if (options.value_%d > limit) { this.total += options.value_%d * %d; }\n" % (i, i, i % 7)
+                    for i in range(30))
+    logs = b"".join(b"2026-11-27 01:%02d:%02d host%d sshd[%d]: session opened for user admin%d\n" % (i, 3 * i % 60, i % 3,
+                    4000 + 17 * i, i % 4) for i in range(40))
+    data = text[:2500] + table + code + logs
+    rows = bigram_rows(text)
+
+    def with_needs(names: set[str]) -> set[str]:
+        more = names | {n for name in names for n in NEEDS.get(name, ())}
+        return more if more == names else with_needs(more)
+
+    base = {flag: True for flag in ("word", "column", "sparse", "nn", "match", "apm")}
+    for name in EXTRA_FLAGS:
+        on = with_needs({name}) - set(base)
+        payloads = [encode(AdaptiveStage(replace(SMALL, **base, **{m: True for m in models}, **{
+            f: False for f in EXTRA_FLAGS if f not in models})), data, 2, rows)[0] for models in (on, on - {name})]
+        assert payloads[0] != payloads[1], f"the {name} model changes nothing"
