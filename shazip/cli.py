@@ -64,10 +64,10 @@ def _on_signal(signum: int, _frame) -> None:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """An ending signal that arrives within is raised (Terminated, KeyboardInterrupt) as the block ends, not inside
-    it: between a temporary file's creation and the assignment of its name, where nothing could
-    remove it. Held in Python, not by the thread's signal mask: a signal that another thread
-    receives still runs its handler here, on the main thread."""
+    """An ending signal that arrives within is raised (Terminated, KeyboardInterrupt) as the block
+    ends, not inside it: between a temporary file's creation and the assignment of its name, where
+    nothing could remove it. Held in Python, not by the thread's signal mask: a signal that another
+    thread receives still runs its handler here, on the main thread."""
     global _held
     _held = []
     try:

@@ -31,8 +31,7 @@ i64 Job::run(i64 steps) {
   if (model_pool_) return run_pipelined(steps);
   i64 coded = 0;
   for (i64 s = 0; s < steps && t_ < span_; ++s, ++t_) {
-    while (active_ > 0 && std::min(span_, n_ - (active_ - 1) * span_) <= t_) --active_;  // lane lengths
-    const i64 k = active_;
+    const i64 k = active_ = active_at(t_, active_);
     if (model_) model_->step(*state_, prev_.data(), k, freq_.data(), *pool_);
     if (encoding_)
       for (i64 b = 0; b < k; ++b) sym_[size_t(b)] = grid_[size_t(b * span_ + t_)];
@@ -57,7 +56,7 @@ i64 Job::run_pipelined(i64 steps) {
       std::vector<u8> prev(size_t(lanes_), BOS);
       i64 k = active_;
       for (i64 t = t0; t < t1; ++t) {
-        while (k > 0 && std::min(span_, n_ - (k - 1) * span_) <= t) --k;  // lane lengths
+        k = active_at(t, k);
         for (i64 b = 0; b < k; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
         {
           std::unique_lock<std::mutex> lock(mu);
@@ -114,6 +113,11 @@ i64 Job::run_pipelined(i64 steps) {
   finish();
   if (failed) std::rethrow_exception(failed);
   return coded;
+}
+
+i64 Job::active_at(i64 t, i64 k) const {
+  while (k > 0 && std::min(span_, n_ - (k - 1) * span_) <= t) --k;  // lane k - 1 has ended
+  return k;
 }
 
 void Job::count_model_bits(const i64* freq, i64 k) {

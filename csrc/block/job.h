@@ -56,6 +56,8 @@ class Job {
 
  private:
   i64 run_pipelined(i64 steps);
+  // the lanes still active at step t (a prefix), from k, those active before it
+  i64 active_at(i64 t, i64 k) const;
   // adds -log2 of the model's probability of each of the step's k coded bytes (sym_) under its rows
   void count_model_bits(const i64* freq, i64 k);
   std::shared_ptr<const model::Model> model_;
