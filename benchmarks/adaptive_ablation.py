@@ -1,4 +1,4 @@
-"""Ablation of the adaptive stage (shazip/adaptive.py) on the int8 engine's rows of real files.
+"""Ablation of the adaptive stage (shazip/stage/adaptive.py) on the int8 engine's rows of real files.
 
 The stage is cheap (a few µs/byte) beside the model, so the model's rows of each file are
 computed once by the native int8 engine (outside the timings; --model, --lanes: default the
@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from shazip import core
-from shazip.adaptive import AdaptiveParams, AdaptiveStage
-from shazip.codec import MIN_LANE, effective_lanes
+from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
+from shazip.codec.block import MIN_LANE, effective_lanes
 from shazip.modelfile import load_model
 from shazip.options import DEFAULT_LANES
 

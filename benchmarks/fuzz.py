@@ -32,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 import shazip
-from shazip.adaptive import AdaptiveParams
-from shazip.container import FORMAT_VERSIONS, Method
+from shazip.stage.adaptive import AdaptiveParams
+from shazip.format.container import FORMAT_VERSIONS, Method
 from shazip.errors import ShazipError
 from shazip.modelfile import load_model
 

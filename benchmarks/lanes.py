@@ -13,7 +13,7 @@ import argparse
 import time
 from pathlib import Path
 
-from shazip import codec
+from shazip.codec import block as codec
 from shazip.api import Compressor
 from shazip.options import LanePolicy
 

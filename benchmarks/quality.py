@@ -24,9 +24,9 @@ import torch
 import torch.nn.functional as F
 
 import shazip
-from shazip.codec import CodingStats, lane_lengths, model_encode
-from shazip.engines import IntEngine
-from shazip.container import ArchiveWriter, Header, Method
+from shazip.codec.block import CodingStats, lane_lengths, model_encode
+from shazip.codec.engines import IntEngine
+from shazip.format.container import ArchiveWriter, Header, Method
 from shazip.modelfile import LoadedModel, load_model
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 import shazip
-from shazip.container import Method
+from shazip.format.container import Method
 from shazip.model import SHARNN, Config, get_config
 from shazip.modelfile import load_model, save_model
 

@@ -29,14 +29,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from adaptive_ablation import lane_grid, rows_for  # noqa: E402
 from shazip.api import _stage_params  # noqa: E402
-from shazip.codec import effective_lanes  # noqa: E402
+from shazip.codec.block import effective_lanes  # noqa: E402
 from shazip.options import LEVELS, lane_policy  # noqa: E402
 
 # One timing in a fresh process of the build on sys.path: the rows' encoder, process time.
 CHILD = """
 import hashlib, json, sys, time
 import numpy as np
-from shazip.adaptive import AdaptiveParams, AdaptiveStage
+from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 job = json.load(open(sys.argv[1]))
 z = np.load(job["rows"])
 freq, sym, active = z["freq"], z["sym"], z["active"]

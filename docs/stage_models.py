@@ -15,7 +15,7 @@ TAIL = "<!-- /stage models -->"
 
 
 def render() -> str:
-    from shazip.adaptive import STAGE_MODELS
+    from shazip.stage.adaptive import STAGE_MODELS
     rows = ["| bit | model | version | needs | what it adds |", "|---:|---|---:|---|---|"]
     rows += [f"| {i} | `{m['name']}` | {m['version']} | {', '.join(m['needs']) or '-'} | {m['about']} |"
              for i, m in enumerate(STAGE_MODELS)]

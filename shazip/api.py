@@ -19,18 +19,17 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterable, Iterator
 
-from .container import (
+from .codec.engines import (
+    BY_ID, DEVICES, ENGINES, FloatEngine, Hardware, IntEngine, check_replayable, engine_for, int_engine, torch_threads,
+)
+from .codec.frames import Frame, index, ordered_map
+from .errors import ArchiveError, CorruptArchive, ModelError, ShazipError, UnsupportedVersion, UsageError
+from .format import seektable
+from .format.chain import Chain
+from .format.container import (
     ALL_METHODS, BLOCK_HEADER_BYTES, BOUND_HINT, COMPACT, MAGIC, OVERRUN, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader,
     ArchiveWriter, Header, Method, Place, chained, first_unit, read_upto, record_length, verify_block,
 )
-from .chain import Chain
-from .engines import (
-    BY_ID, DEVICES, ENGINES, FloatEngine, IntEngine, check_replayable, engine_for, int_engine, resolve_device,
-    resolve_threads, torch_threads,
-)
-from .errors import ArchiveError, CorruptArchive, ModelError, ShazipError, UnsupportedVersion, UsageError
-from . import seektable
-from .frames import Frame, index, ordered_map
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import (
     ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
@@ -38,14 +37,14 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from .adaptive import AdaptiveParams, AdaptiveStage
-    from .codec import CodingStats
+    from .codec.block import CodingStats
+    from .stage.adaptive import AdaptiveParams, AdaptiveStage
 
 
 
 def _stage_params(adapt: str | AdaptiveParams, level: Level, lanes: LanePolicy) -> AdaptiveParams | None:
     """The adaptive stage's parameters for `adapt` at `level` with `lanes` (None: the model alone)."""
-    from .adaptive import EXTRA_FLAGS, MODEL_FLAGS, AdaptiveParams  # the core's: stored archives decode without it
+    from .stage.adaptive import EXTRA_FLAGS, MODEL_FLAGS, AdaptiveParams  # the core's: stored archives decode without it
     if isinstance(adapt, AdaptiveParams):
         return adapt
     if adapt not in ADAPT_CHOICES:
@@ -71,7 +70,7 @@ def levels_of(params: AdaptiveParams) -> list[int]:
 
 
 def _new_stage(params: AdaptiveParams) -> AdaptiveStage:
-    from .adaptive import AdaptiveStage
+    from .stage.adaptive import AdaptiveStage
     return AdaptiveStage(params)
 
 
@@ -98,6 +97,7 @@ class _Once:
 
 def _engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel], threads: int,
             device: str) -> _Once:
+    """The engine, built on first use; `device` resolved (`Hardware`)."""
     return _Once(lambda: FloatEngine(loaded(), threads) if kind is FloatEngine else int_engine(loaded(), device, threads))
 
 
@@ -159,13 +159,14 @@ class Compressor:
             raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
         if device != "cpu" and engine != "int8":
             raise UsageError("only the int8 engine runs on another device than the CPU")
+        hw = Hardware.of(threads, device)
         lv = LEVELS[level]
-        self.lane_policy = lane_policy(lv, lanes, lv.model and resolve_device(device) != "cpu")
+        self.lane_policy = lane_policy(lv, lanes, lv.model and hw.device != "cpu")
         self.params = _stage_params(adapt, lv, self.lane_policy)
         self._for_data = isinstance(adapt, str)  # a level's models follow the input's kind (not given parameters)
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
-        self.threads, self.methods = resolve_threads(threads), methods
+        self.threads, self.methods = hw.threads, methods
         self.loaded = loaded = _resolve(model)
         if len(loaded.name.encode()) > 255:
             raise UsageError(f"model name is longer than 255 bytes: {loaded.name[:40]}...")
@@ -178,10 +179,10 @@ class Compressor:
                              adapt_params=self.params.pack() if self.params else b"")
         # the header settles its format; format 3 leaves a bundled model's name out
         self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version in COMPACT))
-        self._engine = _engine(kind, lambda: loaded, self.threads, device)
+        self._engine = _engine(kind, lambda: loaded, self.threads, hw.device)
         # frames made at once each get an engine of one thread (each built on first use)
         self._parallel = kind is IntEngine and self.threads > 1  # on a GPU too: each frame's stage on its own core
-        self._frame_engines = [_engine(kind, lambda: loaded, 1, device) for _ in range(self.threads)]
+        self._frame_engines = [_engine(kind, lambda: loaded, 1, hw.device) for _ in range(self.threads)]
 
     def compress_stream(self, src: BinaryIO, dst: BinaryIO, progress: Progress | None = None,
                         stats: CodingStats | None = None) -> int:
@@ -313,7 +314,7 @@ class ShazipCompressor:
             self._end_frame(more=True)
         if self._writer is None:
             self._start(block, len(block) if last else None)
-        from .codec import encode_block  # numpy: imported by the first block, not by an empty input
+        from .codec.block import encode_block  # numpy: imported by the first block, not by an empty input
         with _threads(c.kind, c.threads):
             method, k, payload = encode_block(self._engine, block, c.lane_policy, self._progress, c.methods,
                                               self._stats, self._stage)
@@ -384,15 +385,18 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
     archive's. `threads` applies to int8 archives (float32 ones replay the encoder's thread
     count); 0, the default, uses every available core. `device` as `Compressor`'s (int8
     archives). `resume`: src stands at this frame of an output, not at an output's start."""
-    threads = resolve_threads(threads)
-    if device not in DEVICES:
-        raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
+    yield from _decompressed(src, model, progress, Hardware.of(threads, device), concatenated, resume)
+
+
+def _decompressed(src: BinaryIO, model: str | LoadedModel | None, progress: Progress | None, hw: Hardware,
+                  concatenated: bool = True, resume: Place | None = None) -> Iterator[bytes]:
+    """`iter_decompress` on what it resolved."""
     engines: dict[tuple, _Once] = {}  # archives of the same model and engine share one
     chain = Chain(resume)
     lead = b""
     while True:
         reader = ArchiveReader(src, lead, more=True)
-        yield from _frame_blocks(reader, chain, model, progress, threads, device, engines)
+        yield from _frame_blocks(reader, chain, model, progress, hw, engines)
         lead = reader.after
         if not lead:
             chain.close()
@@ -402,13 +406,13 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
 
 
 def _frame_blocks(reader: ArchiveReader, chain: Chain, model: str | LoadedModel | None, progress: Progress | None,
-                  threads: int, device: str, engines: dict[tuple, _Once]) -> Iterator[bytes]:
+                  hw: Hardware, engines: dict[tuple, _Once]) -> Iterator[bytes]:
     """The blocks of the archive `reader` has opened, a frame taken through `chain`: checked
     in its place before any block is decoded, and its data's crc kept for the next frame's
     link; then the seek table after it, checked against the frames."""
     chain.begin(reader.place())
     crc = 0
-    for block in _archive_blocks(reader, model, progress, threads, device, engines):
+    for block in _archive_blocks(reader, model, progress, hw, engines):
         crc = zlib.crc32(block, crc)
         yield block
     chain.end(reader.place(), reader.bytes_read - len(reader.after) - reader.skipped, reader.trailer.total_len, crc,
@@ -418,7 +422,7 @@ def _frame_blocks(reader: ArchiveReader, chain: Chain, model: str | LoadedModel 
 
 
 def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, progress: Progress | None,
-                    threads: int, device: str, engines: dict[tuple, _Once]) -> Iterator[bytes]:
+                    hw: Hardware, engines: dict[tuple, _Once]) -> Iterator[bytes]:
     """The blocks of the archive `reader` has opened, decoded and verified."""
     h = reader.header
     kind = BY_ID.get(h.engine)
@@ -432,7 +436,7 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
         return found
 
     def stage() -> AdaptiveStage:
-        from . import adaptive
+        from .stage import adaptive
         if kind is not IntEngine:  # the encoder never writes this: the stage reads integer rows
             raise CorruptArchive(f"engine {h.engine} cannot drive the adaptive stage (damaged header?)")
         if h.adapt_version not in adaptive.VERSIONS:
@@ -441,10 +445,11 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
         return adaptive.AdaptiveStage(adaptive.AdaptiveParams.unpack(h.adapt_params, h.adapt_version))
 
     key = (h.engine, h.engine_version, h.threads, h.model_id, h.model_name)
-    get_engine = engines.setdefault(key, _engine(kind, loaded, h.threads if kind is FloatEngine else threads, device))
+    threads = h.threads if kind is FloatEngine else hw.threads
+    get_engine = engines.setdefault(key, _engine(kind, loaded, threads, hw.device))
     get_stage = _Once(stage) if h.adapt_version else None
     for bh, payload in reader.blocks():
-        from .codec import decode_block  # numpy: imported by the first block, not by an empty archive
+        from .codec.block import decode_block  # numpy: imported by the first block, not by an empty archive
         with _threads(kind, h.threads):
             try:
                 block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage,
@@ -470,9 +475,7 @@ class ShazipDecompressor:
     stream whole."""
 
     def __init__(self, model: str | LoadedModel | None = None, threads: int = 0, device: str = "cpu") -> None:
-        if device not in DEVICES:
-            raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
-        self._model, self._threads, self._device = model, resolve_threads(threads), device
+        self._model, self._hw = model, Hardware.of(threads, device)
         self._engines: dict[tuple, _Once] = {}
         self._chain = Chain()
         self._fed = io.BytesIO()
@@ -539,7 +542,7 @@ class ShazipDecompressor:
 
     def _frame(self) -> Iterator[bytes]:
         reader = ArchiveReader(self._fed)
-        yield from _frame_blocks(reader, self._chain, self._model, None, self._threads, self._device, self._engines)
+        yield from _frame_blocks(reader, self._chain, self._model, None, self._hw, self._engines)
 
     def _skipping(self) -> bool:
         """Whether the input is a skippable frame: its bytes are dropped as they come (nothing
@@ -581,13 +584,13 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
     of several archives (frames) is decoded `threads` archives at once, each on one thread (on a
     GPU: each with its engine there, its stage on a core); its structure is checked first, so a
     damaged one fails before anything is written."""
-    workers = resolve_threads(threads)
-    if concatenated and workers > 1:
+    hw = Hardware.of(threads, device)
+    if concatenated and hw.threads > 1:
         frames = index(src, MAX_FRAME_IN_MEMORY)
         if frames is not None and len(frames) > 1:
-            return _decoded_at_once(src, frames, dst, model, progress, workers, device)
+            return _decoded_at_once(src, frames, dst, model, progress, hw)
     total = 0
-    for block in iter_decompress(src, model, progress, threads, device, concatenated):
+    for block in _decompressed(src, model, progress, hw, concatenated):
         dst.write(block)
         total += len(block)
     return total
@@ -620,8 +623,8 @@ def _bytes(data) -> memoryview:
 
 
 def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: str | LoadedModel | None,
-                     progress: Progress | None, workers: int, device: str) -> int:
-    """The archives `frames` of src, `workers` at a time, written in order."""
+                     progress: Progress | None, hw: Hardware) -> int:
+    """The archives `frames` of src, `hw.threads` at a time (each on one), written in order."""
     lock, reading = threading.Lock(), threading.Lock()
     model = _resolve(model) if model is not None else None  # read once, not once a frame
 
@@ -635,10 +638,10 @@ def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: s
         with reading:
             src.seek(frame.start)
             archive = read_upto(src, frame.end - frame.start)
-        return decode_frame(archive, frame.place, model, report, device)
+        return _frame_decoded(archive, frame.place, model, report, Hardware(1, hw.device))
 
     total = 0
-    for block in linked(frames, ordered_map(one, frames, workers)):
+    for block in linked(frames, ordered_map(one, frames, hw.threads)):
         dst.write(block)
         total += len(block)
     return total
@@ -649,8 +652,14 @@ def decode_frame(archive: bytes, place: Place, model: str | LoadedModel | None, 
     """The blocks of one frame decoded alone (frames at once, a Dask task), each verified; the
     frame must stand at `place`, where `frames.index` found it. Its link to the frame before is
     the caller's to check, in order (`linked`)."""
+    return _frame_decoded(archive, place, model, progress, Hardware.of(1, device))
+
+
+def _frame_decoded(archive: bytes, place: Place, model: str | LoadedModel | None, progress: Progress | None,
+                   hw: Hardware) -> list[bytes]:
+    """`decode_frame` on what it resolved."""
     reader = ArchiveReader(io.BytesIO(archive))
-    blocks = list(_archive_blocks(reader, model, progress, 1, device, {}))
+    blocks = list(_archive_blocks(reader, model, progress, hw, {}))
     if reader.place() != place:
         raise CorruptArchive(f"frame {place.index} changed while it was read")
     return blocks
@@ -690,7 +699,7 @@ def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None
     does not belong where it stands (missing, repeated, foreign) is skipped whole, and a stream
     that ends while a frame is awaited is reported at its end. Every block written was verified.
     src must be seekable (a file)."""
-    threads = resolve_threads(threads)
+    hw = Hardware.of(threads, device)
     engines: dict[tuple, _Once] = {}
     lost: list[Lost] = []
     at, written = src.tell(), 0
@@ -705,7 +714,7 @@ def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None
                 chain, resync = Chain(reader.place()), False
             chain.begin(reader.place())
             crc = 0
-            for block in _archive_blocks(reader, model, progress, threads, device, engines):
+            for block in _archive_blocks(reader, model, progress, hw, engines):
                 dst.write(block)
                 written += len(block)
                 crc = zlib.crc32(block, crc)

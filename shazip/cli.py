@@ -29,12 +29,12 @@ from typing import BinaryIO, Callable, Iterator
 import click
 
 from . import __version__
-from .listing import describe
+from .codec.frames import declared_size
 from .errors import ArchiveError, CorruptArchive, FileTrouble, OutputExists, ShazipError, Skipped, UsageError
-from .frames import declared_size
-from .publish import publish
+from .format.listing import describe
 from .options import (ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LEVEL, DEVICES, ENGINE_CHOICES,
                       FRAME_HELP, LANES_HELP, LEVELS_HELP)
+from .publish import publish
 
 SUFFIX = ".shz"
 
@@ -786,7 +786,7 @@ def _count(n: int, unit: str) -> str:
 
 def _stage_models(d: dict) -> str:
     """", the models of level -6" where a level's stage has the archive's models."""
-    from .adaptive import AdaptiveParams
+    from .stage.adaptive import AdaptiveParams
     from .api import levels_of
     try:
         levels = levels_of(AdaptiveParams.unpack(bytes.fromhex(d["adapt_params"]), d["adapt_version"]))
@@ -796,7 +796,7 @@ def _stage_models(d: dict) -> str:
 
 
 def _list_one(d: dict) -> None:
-    from .engines import BY_ID
+    from .codec.engines import BY_ID
     click.echo(f"format version {d['format_version']}, engine {d['engine']} "
                f"({BY_ID[d['engine']].description if d['engine'] in BY_ID else 'unknown'}) v{d['engine_version']}"
                + (f", {_count(d['threads'], 'thread')}" if d["threads"] else "")

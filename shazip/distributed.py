@@ -30,9 +30,9 @@ from typing import Any, Callable, Iterator
 import fsspec
 
 from .api import Compressor, decode_frame, linked
-from .container import Place
-from . import seektable
-from .frames import Frame, index
+from .codec.frames import Frame, index
+from .format import seektable
+from .format.container import Place
 from .options import DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, MAX_FRAME_IN_MEMORY
 from .publish import publish
 

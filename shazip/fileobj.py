@@ -31,9 +31,9 @@ import os
 from typing import BinaryIO, Iterator
 
 from .api import Compressor, ShazipCompressor, iter_decompress
+from .codec.frames import Frame, index
 from .errors import ShazipError
-from .container import Place
-from .frames import Frame, index
+from .format.container import Place
 from .modelfile import LoadedModel
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .container import COMPACT, ArchiveReader, Method, chained
+from .format.container import COMPACT, ArchiveReader, Method, chained
 
 # ----------------------------------------------------------------------------------------------
 # Integer-engine tables
@@ -53,7 +53,7 @@ def run_with_threads(model, grid: torch.Tensor, threads: int) -> torch.Tensor:
 # ----------------------------------------------------------------------------------------------
 # Archive damage
 
-# offsets within the records, as laid out in shazip/container.py
+# offsets within the records, as laid out in shazip/format/container.py
 HEADER_FIELDS = {"format_version": (4, "B"), "engine": (5, "B"), "engine_version": (6, "B"), "threads": (7, "B"),
                  "name_len": (40, "B")}  # block_size and lanes follow the name: see Layout
 BLOCK_FIELDS = {"tag": (0, "B"), "index": (1, "<I"), "method": (5, "B"), "lanes": (6, "<H"), "orig_len": (8, "<I"),

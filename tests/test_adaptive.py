@@ -1,4 +1,4 @@
-"""The adaptive context-mixing stage (csrc/stage, through shazip/adaptive.py): round trips through
+"""The adaptive context-mixing stage (csrc/stage, through shazip/stage/adaptive.py): round trips through
 lanes and blocks, determinism, snapshot/restore, damaged payloads, and single components against
 hand-computed cases."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from shazip import _core, core
-from shazip.adaptive import (EXTRA_FLAGS, EXTRAS_OF, NEEDS, PARAMS_BYTES, TABLE_FLAGS, VERSION, AdaptiveParams,
+from shazip.stage.adaptive import (EXTRA_FLAGS, EXTRAS_OF, NEEDS, PARAMS_BYTES, TABLE_FLAGS, VERSION, AdaptiveParams,
                               AdaptiveStage, looks_tabular, squash_table)
 from shazip.errors import CorruptArchive
 
@@ -984,7 +984,7 @@ def test_the_stage_models_have_one_list():
     from pathlib import Path
 
     from shazip import options
-    from shazip.adaptive import MODEL_FLAGS, NEEDS, STAGE_MODELS, TEXT_FLAGS
+    from shazip.stage.adaptive import MODEL_FLAGS, NEEDS, STAGE_MODELS, TEXT_FLAGS
     names = [f.name for f in fields(AdaptiveParams)]
     assert names[names.index(MODEL_FLAGS[0]):] == [*MODEL_FLAGS, *EXTRA_FLAGS]
     versions = [m["version"] for m in STAGE_MODELS]

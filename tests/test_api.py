@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import shazip
-from shazip.adaptive import PARAMS_BYTES, VERSION
-from shazip.codec import LANE_FLOOR, MIN_LANE, lane_lengths
-from shazip.container import ArchiveReader, Method
+from shazip.stage.adaptive import PARAMS_BYTES, VERSION
+from shazip.codec.block import LANE_FLOOR, MIN_LANE, lane_lengths
+from shazip.format.container import ArchiveReader, Method
 from shazip.errors import ChecksumMismatch, CorruptArchive, ModelError, ShazipError
 from shazip.options import LONG_LANES, SPLIT_LANES
 
@@ -201,7 +201,7 @@ def test_float_archive_needing_more_threads_than_cpus_is_refused(random_model, t
 
 
 def test_threads_zero_means_every_available_core(trained, text):
-    from shazip.engines import available_cores, resolve_threads
+    from shazip.codec.engines import available_cores, resolve_threads
     assert resolve_threads(0) == min(available_cores(), 255) and resolve_threads(3) == 3
     with pytest.raises(shazip.ShazipError, match="between 0"):
         resolve_threads(-1)
@@ -209,6 +209,38 @@ def test_threads_zero_means_every_available_core(trained, text):
     assert shazip.compress(data, model=trained, lanes=2, threads=0) == shazip.compress(data, model=trained, lanes=2,
                                                                                       threads=1)
 
+
+
+@pytest.mark.parametrize("how", ["stream at once", "stream", "iter", "incremental", "recover", "compress"])
+def test_threads_and_device_are_resolved_once_a_call(trained, text, monkeypatch, how):
+    """A call resolves its threads and device where it enters the API and hands them down: a
+    framed output decoded frames at once, one after the other or incrementally, recovered, or
+    made, asks for the machine's cores and a GPU once."""
+    import shazip.codec.engines as engines
+    data = text[:6000]
+    framed = shazip.compress(data, model=trained, lanes=1, block_size=2048, frame_size=2048)
+    asked = {"threads": 0, "device": 0}
+    for name, key in (("resolve_threads", "threads"), ("resolve_device", "device")):
+        def counted(arg, _real=getattr(engines, name), _key=key):
+            asked[_key] += 1
+            return _real(arg)
+        monkeypatch.setattr(engines, name, counted)
+    out = io.BytesIO()
+    if how == "stream at once":
+        shazip.decompress_stream(io.BytesIO(framed), out, model=trained, threads=2)
+    elif how == "stream":
+        shazip.decompress_stream(io.BytesIO(framed), out, model=trained, threads=1)
+    elif how == "iter":
+        out.write(b"".join(shazip.iter_decompress(io.BytesIO(framed), model=trained, threads=0)))
+    elif how == "incremental":
+        out.write(shazip.ShazipDecompressor(model=trained, threads=0).decompress(framed))
+    elif how == "recover":
+        shazip.recover_stream(io.BytesIO(framed), out, model=trained, threads=0)
+    else:
+        out.write(shazip.decompress(shazip.compress(data, model=trained, lanes=1, block_size=2048, frame_size=2048,
+                                                    threads=0), model=trained, threads=1))
+        asked = {k: v / 2 for k, v in asked.items()}  # two calls
+    assert out.getvalue() == data and asked == {"threads": 1, "device": 1}
 
 def test_openmp_waits_passively_unless_the_user_says_otherwise():
     """Spinning OpenMP threads stall when another process holds a core; shazip asks for passive
@@ -238,7 +270,7 @@ def test_incremental_compressor_fed_a_byte_at_a_time_equals_one_shot(trained, te
 def test_reusable_compressor_loads_once(trained, text, monkeypatch):
     c = shazip.Compressor(trained, lanes=2)
     first = c.compress(text[:2000])
-    import shazip.engines as engines
+    import shazip.codec.engines as engines
     monkeypatch.setattr(engines.IntEngine, "__init__", lambda *a, **k: pytest.fail("the engine was built again"))
     assert c.compress(text[:2000]) == first  # a fresh adaptive stage per archive, the same engine
 

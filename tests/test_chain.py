@@ -15,10 +15,10 @@ import zlib
 import pytest
 
 import shazip
-from shazip import seektable
-from shazip.container import BLOCK_HEADER_BYTES, TRAILER_BYTES, skippable
+from shazip.format import seektable
+from shazip.format.container import BLOCK_HEADER_BYTES, TRAILER_BYTES, skippable
 from shazip.errors import ArchiveError, CorruptArchive, Truncated
-from shazip.listing import describe
+from shazip.format.listing import describe
 
 from test_cli import shazip_cmd
 
@@ -244,7 +244,7 @@ def test_golden_framed_output(trained, text):
     """shazip 0.21's framed output, frozen: it decodes, compressing again gives it byte for byte,
     and its frames carry the marks (tests/data/README.md)."""
     from pathlib import Path
-    from shazip.container import Method
+    from shazip.format.container import Method
     golden = (Path(__file__).parent / "data" / "golden-framed.shz").read_bytes()
     data = text[:5000]
     assert shazip.decompress(golden, model=trained) == data

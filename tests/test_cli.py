@@ -35,8 +35,8 @@ from click.testing import CliRunner
 from shazip import cli
 from shazip.api import compress as api_compress
 from shazip.cli import main
-from shazip.container import Method
-from shazip.frames import declared_size
+from shazip.format.container import Method
+from shazip.codec.frames import declared_size
 from shazip.errors import CorruptArchive, ShazipError
 from shazip.testing import payload_spans
 

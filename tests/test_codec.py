@@ -13,11 +13,11 @@ import zstandard
 
 import shazip
 from shazip import core
-from shazip.adaptive import EXTRA_FLAGS, MODEL_FLAGS, TABLE_FLAGS, AdaptiveParams
-from shazip.codec import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
-from shazip.container import Method
-from shazip.listing import describe
-from shazip.engines import IntEngine
+from shazip.stage.adaptive import EXTRA_FLAGS, MODEL_FLAGS, TABLE_FLAGS, AdaptiveParams
+from shazip.codec.block import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
+from shazip.format.container import Method
+from shazip.format.listing import describe
+from shazip.codec.engines import IntEngine
 from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
 from shazip.options import (
     DEFAULT_LANES, DEFAULT_LEVEL, LEVELS, LONG_LANES, MAX_LANES, MIN_LANE_GPU, ONE_LANE, LanePolicy, lane_policy,

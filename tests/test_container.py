@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shazip.container import (
+from shazip.format.container import (
     MAGIC,
     MAX_HEADER,
     MAX_BLOCK_SIZE,
@@ -23,7 +23,7 @@ from shazip.container import (
     first_unit,
     verify_block,
 )
-from shazip.listing import describe
+from shazip.format.listing import describe
 from shazip.errors import (
     ChecksumMismatch,
     CorruptArchive,

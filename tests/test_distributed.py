@@ -8,7 +8,7 @@ import io
 import pytest
 
 import shazip
-from shazip.listing import describe
+from shazip.format.listing import describe
 
 distributed = pytest.importorskip("distributed")  # the dask extra; dev has it
 

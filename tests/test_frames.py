@@ -12,11 +12,11 @@ import pytest
 
 import shazip
 from shazip.api import decode_frame
-from shazip.container import Place
+from shazip.format.container import Place
 from shazip.errors import CorruptArchive
-from shazip.listing import describe
+from shazip.format.listing import describe
 from shazip.errors import ShazipError
-from shazip.frames import ordered_map
+from shazip.codec.frames import ordered_map
 
 from test_cli import assert_fails, assert_ok, listing, run, wait_until_writing
 

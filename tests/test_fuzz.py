@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import shazip
-from shazip.adaptive import AdaptiveParams
-from shazip.container import Method
+from shazip.stage.adaptive import AdaptiveParams
+from shazip.format.container import Method
 from shazip.errors import ShazipError
 
 from shazip.testing import MUTATIONS, Layout, mutate
@@ -43,7 +43,7 @@ def decode_outcome(blob: bytes, original: bytes, model) -> str:
 
 
 def test_archives_hold_every_block_method(archives):
-    from shazip.listing import describe
+    from shazip.format.listing import describe
     import io
     methods = {b["method"] for _, blob in archives for a in describe(io.BytesIO(blob)) for b in a["blocks"]}
     assert methods == {"model", "mixed", "raw", "zstd"}

@@ -150,8 +150,8 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
     slow final mixer and version 17's seeded sets (its archive is version 17), -7 .. -9 also version 17's
     order, place and match mixers and the NN's final input. The archive records every choice: decoding
     takes no level."""
-    from shazip.adaptive import AdaptiveParams
-    from shazip.listing import describe
+    from shazip.stage.adaptive import AdaptiveParams
+    from shazip.format.listing import describe
     data = text[:40000]
     lanes = {}
     for level in range(1, 10):

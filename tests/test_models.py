@@ -98,7 +98,7 @@ def test_int8_export_is_smaller_and_gives_the_engine_the_same_integers(tmp_path,
     at about a quarter of the size, and archives made with it round-trip."""
     import shazip
     from shazip import quant
-    from shazip.container import Method
+    from shazip.format.container import Method
     modelfile.save_model(trained.model, tmp_path / "f.safetensors", "t")
     modelfile.save_model(trained.model, tmp_path / "q.safetensors", "t", int8=True)
     f, q = load_model(tmp_path / "f.safetensors"), load_model(tmp_path / "q.safetensors")
@@ -145,7 +145,7 @@ def test_archives_of_an_earlier_default_decode_after_a_new_one_ships(tmp_path, m
     monkeypatch.setattr(modelfile, "BUNDLED_DIR", tmp_path)
     modelfile.bundle_model(random_model_path, "default", into=tmp_path)
     data = text[:3000]
-    from shazip.container import Method  # model-coded blocks (stored ones would decode without any model)
+    from shazip.format.container import Method  # model-coded blocks (stored ones would decode without any model)
     archives = [shazip.compress(data, adapt="none", lanes=2, methods=frozenset({Method.MODEL})),
                 shazip.compress(data, lanes=2, methods=frozenset({Method.MIXED}))]
     assert archives[0][4] == archives[1][4] == 4
@@ -169,7 +169,7 @@ def test_every_bundled_model_decodes_with_defaults(text):
     """Each model the release ships (the default and the ones it superseded) round-trips an
     archive decoded with no --model: the archive finds its model by id."""
     import shazip
-    from shazip.container import Method
+    from shazip.format.container import Method
     names = sorted(modelfile.bundled_index())
     if not names:
         pytest.skip("no bundled model in this checkout")
@@ -187,7 +187,7 @@ def test_a_users_own_model_is_found_by_name_and_by_the_archives_that_need_it(own
 
     import shazip
     from shazip.cli import main
-    from shazip.container import Method
+    from shazip.format.container import Method
     package = sorted(modelfile.BUNDLED_DIR.iterdir())
     r = CliRunner().invoke(main, ["models", "--add", str(random_model_path), "--name", "mine"])
     assert r.exit_code == 0 and str(own_models_folder) in r.stdout, r.output

@@ -19,9 +19,9 @@ from hypothesis import given, settings, strategies as st
 
 import shazip
 from shazip import exact, numerics, quant
-from shazip.codec import model_encode
-from shazip.engines import IntEngine, TwinEngine
-from shazip.container import ArchiveReader, Method
+from shazip.codec.block import model_encode
+from shazip.codec.engines import IntEngine, TwinEngine
+from shazip.format.container import ArchiveReader, Method
 from shazip.errors import ModelError
 from shazip.config import get_config
 from shazip.model import SHARNN
@@ -88,7 +88,7 @@ def test_encoder_and_decoder_see_the_same_rows(trained, text):
     enc.side = "enc"
     payload = model_encode(enc, data, 4)
     assert payload == model_encode(IntEngine(trained), data, 4)  # the twin's archive is the core's
-    from shazip.codec import model_decode
+    from shazip.codec.block import model_decode
     dec = Recording(trained, "cpu")
     dec.side = "dec"
     assert model_decode(dec, payload, len(data), 4) == data

@@ -249,7 +249,7 @@ def test_a_damaged_cache_is_rebuilt_not_used(tmp_path, text, damage):
 def test_a_block_spliced_from_another_archive_is_refused(tmp_path, trained, text):
     """Block 3 of one archive replaced by block 3 of another made the same way (stored blocks
     decode on their own, so only the chained checksums can tell): -t and -d fail, naming it."""
-    from shazip.container import Method
+    from shazip.format.container import Method
     from shazip.testing import Layout
     opts = dict(model=trained, block_size=1000, lanes=1, methods=frozenset({Method.RAW}))
     a, b = (shazip.compress(t, **opts) for t in (text[:5000], text[5000:10000]))
@@ -266,8 +266,8 @@ def test_a_claim_no_payload_could_hold_is_refused_at_once():
     """Issue 24's 56-byte archive: one mixed block claiming 2**28 bytes in 1024 lanes with the
     largest tables. Format 4's payload floor (every binary decision costs some bits) refuses it
     before anything is allocated or decoded."""
-    from shazip.adaptive import AdaptiveParams
-    from shazip.container import ArchiveWriter, Header, Method, _block_problem
+    from shazip.stage.adaptive import AdaptiveParams
+    from shazip.format.container import ArchiveWriter, Header, Method, _block_problem
     header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=1 << 28,
                     lanes=1024, adapt_version=1, adapt_params=AdaptiveParams().pack())
     assert header.format_version == 4
@@ -288,8 +288,8 @@ def test_a_claim_no_payload_could_hold_is_refused_at_once():
 def test_every_format_bounds_the_work_a_block_claims(version):
     """Issue 45's 56-byte archive in an older format (a header's version byte is the writer's
     word): the payload floor applies to formats 1-3 too, so it is refused at once."""
-    from shazip.adaptive import AdaptiveParams
-    from shazip.container import Header, Method
+    from shazip.stage.adaptive import AdaptiveParams
+    from shazip.format.container import Header, Method
     staged = version > 1
     header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=1 << 28,
                     lanes=1024, adapt_version=1 if staged else 0, adapt_params=AdaptiveParams().pack() if staged else b"",
@@ -308,7 +308,7 @@ def test_an_old_format_cut_payload_stops_when_its_bytes_run_out(trained):
     """Format 3 (golden-mixed-v3.shz) with a block's payload cut short, its crcs sealed again:
     the decoder stops a few bytes past the payload, as in format 4."""
     from pathlib import Path
-    from shazip.container import ArchiveReader, ArchiveWriter
+    from shazip.format.container import ArchiveReader, ArchiveWriter
     golden = (Path(__file__).parent / "data" / "golden-mixed-v3.shz").read_bytes()
     data = shazip.decompress(golden, model=trained)
     reader = ArchiveReader(io.BytesIO(golden))
@@ -330,7 +330,7 @@ def test_a_cut_payload_stops_when_its_bytes_run_out(trained, text):
     the claim and failing at the checksum. (Cut within a few dozen bytes of its end, a payload
     may hold out: the stage soon predicts the garbage that zeros decode to, so the rest costs
     fewer bytes than the allowance, and the checksum catches it.)"""
-    from shazip.container import ArchiveReader, ArchiveWriter
+    from shazip.format.container import ArchiveReader, ArchiveWriter
     data = text[:40000]
     blob = shazip.compress(data, model=trained, lanes=1, block_size=len(data))
     reader = ArchiveReader(io.BytesIO(blob))
@@ -345,7 +345,7 @@ def test_a_cut_payload_stops_when_its_bytes_run_out(trained, text):
 
 
 def test_format_4_has_no_model_blocks(trained):
-    from shazip.container import ArchiveWriter, Header, Method
+    from shazip.format.container import ArchiveWriter, Header, Method
     header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=100,
                     lanes=1, adapt_version=1, adapt_params=b"")
     with pytest.raises(ValueError, match="method model"):

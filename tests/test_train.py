@@ -32,7 +32,7 @@ from safetensors.torch import load_file
 import shazip
 from shazip import quant
 from shazip.cli import main
-from shazip.container import ArchiveReader, Method
+from shazip.format.container import ArchiveReader, Method
 from shazip.modelfile import load_model
 from shazip.train import checkpoint as pieces
 from shazip.train.trainer import TrainArgs, lr_at, train

@@ -10,7 +10,7 @@
 namespace shazip::stage {
 
 // The models beyond version 1's (models.def, the one list of them): Extra's masks by bit, and each
-// model's name, version and needs (what `check_needs` and Python's shazip.adaptive read).
+// model's name, version and needs (what `check_needs` and Python's shazip.stage.adaptive read).
 enum ExtraBit : int {
 #define STAGE_MODEL(MASK, name, version, needs, about) MASK##_BIT,
 #include "models.def"

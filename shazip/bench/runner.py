@@ -522,7 +522,7 @@ def _worker(argv: list[str]) -> None:
     `_py KIND c|d SRC DST`."""
     if argv[0] == "_shazip":
         from ..api import compress_stream
-        from ..codec import CodingStats
+        from ..codec.block import CodingStats
         src, arc, stats_path, model, lanes, threads, adapt, level = argv[1:]
         stats = CodingStats()
         with open(src, "rb") as f, open(arc, "wb") as g:

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from typing import BinaryIO, Callable, Iterable, Iterator, TypeVar
 
-from . import seektable
-from .chain import Chain
-from .container import ArchiveReader, Place, frame_ends
-from .errors import ArchiveError
+from ..errors import ArchiveError
+from ..format import seektable
+from ..format.chain import Chain
+from ..format.container import ArchiveReader, Place, frame_ends
 
 T = TypeVar("T")
 R = TypeVar("R")

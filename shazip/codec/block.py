@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from . import core
-from .container import ALL_METHODS, Method
+from .. import core
+from ..errors import CorruptArchive
+from ..format.container import ALL_METHODS, Method
+from ..options import MIN_LANE  # noqa: F401 (the lane policy's, re-exported)
+from ..options import LANE_FLOOR, MAX_LANES, REPETITIVE, SPLIT_LANES, LanePolicy
 from .engines import FloatEngine, IntEngine, TwinEngine
-from .errors import CorruptArchive
-from .options import MIN_LANE  # noqa: F401 (the lane policy's, re-exported)
-from .options import LANE_FLOOR, MAX_LANES, REPETITIVE, SPLIT_LANES, LanePolicy
 
 if TYPE_CHECKING:
-    from .adaptive import AdaptiveStage
+    from ..stage.adaptive import AdaptiveStage
 
 Engine = IntEngine | TwinEngine | FloatEngine
 BOS = 0  # the "previous byte" fed to every lane at its start

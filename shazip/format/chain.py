@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..errors import CorruptArchive, Truncated
 from . import seektable
 from .container import MAX_TABLE, Place
-from .errors import CorruptArchive, Truncated
 
 _TABLE_ENTRIES = MAX_TABLE // 16  # the most archives a seek table can list
 

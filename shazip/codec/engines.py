@@ -18,14 +18,15 @@ from __future__ import annotations
 import math
 import os
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from . import core
-from .errors import UnsupportedVersion, UsageError, raise_interruption
-from .modelfile import LoadedModel
-from .numerics import ENGINE_VERSION
-from .options import DEVICES
+from .. import core
+from ..errors import UnsupportedVersion, UsageError, raise_interruption
+from ..modelfile import LoadedModel
+from ..numerics import ENGINE_VERSION
+from ..options import DEVICES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -83,14 +84,14 @@ class TwinEngine:
     threads = 0
 
     def __init__(self, loaded: LoadedModel, device: str) -> None:
-        from .quant import IntModel
+        from ..quant import IntModel
         self.model = IntModel(loaded.int_weights(), device)
         self.graphs = self.model.device.type == "cuda" and os.environ.get("SHAZIP_CUDA_GRAPHS", "1") != "0"
 
     def start(self, lanes: int) -> object:
         import torch
 
-        from .quant import GraphedStep
+        from ..quant import GraphedStep
         with torch.no_grad():
             return GraphedStep(self.model, lanes) if self.graphs else self.model.init_state(lanes)
 
@@ -109,8 +110,22 @@ BY_ID = {kind.engine_id: kind for kind in ENGINES.values()}
 
 
 def int_engine(loaded: LoadedModel, device: str, threads: int) -> IntEngine | TwinEngine:
-    """The int8 engine on `device` ("cpu", "cuda" or "auto": CUDA where torch sees a GPU)."""
-    return IntEngine(loaded, threads) if resolve_device(device) == "cpu" else TwinEngine(loaded, "cuda")
+    """The int8 engine on `device`, "cpu" or "cuda" (resolved: `Hardware.of`)."""
+    return IntEngine(loaded, threads) if device == "cpu" else TwinEngine(loaded, device)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What one call runs on, resolved once where it enters the API and handed down as it is:
+    `threads` CPU threads and `device`, "cpu" or "cuda"."""
+    threads: int
+    device: str
+
+    @classmethod
+    def of(cls, threads: int, device: str) -> Hardware:
+        """From what a caller asked: threads 0 is every available core; device "auto" is CUDA
+        where torch sees a GPU."""
+        return cls(resolve_threads(threads), resolve_device(device))
 
 
 def resolve_device(device: str) -> str:

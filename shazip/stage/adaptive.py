@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from . import cache, core
-from .errors import CorruptArchive
+from .. import cache, core
+from ..errors import CorruptArchive
 
 if TYPE_CHECKING:
     import numpy as np
