@@ -189,3 +189,20 @@ def test_the_readme_layout_names_every_module():
     named = re.findall(r"`((?:shazip|csrc)/[\w/]+\.(?:py|cpp|h))`", path)
     assert len(named) <= 10 and not [f for f in named if not (ROOT / f).is_file()], named
 
+
+def test_the_example_of_adding_a_model_applies_to_the_tree(tmp_path):
+    """csrc/stage/README.md shows adding a model with a real diff: it must still apply to the
+    files it changes (`git apply --check`), so the example cannot drift from the code."""
+    import re
+    import shutil
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and a checkout")
+    text = (ROOT / "csrc" / "stage" / "README.md").read_text()
+    diffs = re.findall(r"```diff\n(.*?)```", text, re.S)
+    assert len(diffs) == 1
+    patch = tmp_path / "example.diff"
+    patch.write_text(diffs[0])
+    changed = set(re.findall(r"^\+\+\+ b/(\S+)", diffs[0], re.M))
+    assert {"csrc/stage/models.def", "tests/test_adaptive.py"} <= changed and len(changed) <= 4, changed
+    p = subprocess.run(["git", "apply", "--check", str(patch)], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr

@@ -1,6 +1,14 @@
 // The APM (SSE) stages after the mixers: the mix refined by the partial byte (FIELD_EQ: and the
 // field), by the last byte, and (MATCH_APM, GROUP_APM) by the match's state and the last groups
-// (the contract atop stage.h says how).
+// (the contract below says how).
+//
+// CONTRACT: the later APMs, each named as in models.def (where its bit and
+// the stage version that added it are); the rules every model keeps are atop stage.h.
+// FIELD_EQ's rule (contexts.h) also gives APM 1 its contexts.
+//   MATCH_APM      an APM of x_mix in context c0 | mcx << 8 (mcx: the first match map's context,
+//                  0 without a prediction), after APM 2: p = floor((3 p + p_match) / 4).
+//   GROUP_APM      (needs the APMs) an APM of x_mix in context g2 >> 16 after MATCH_APM's: p = floor((3 p +
+//                  its P16) / 4).
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,20 @@
-// The models of tables (version 10): CELL_ORDER's input, by the bits so far against the byte above
+// The models of tables: CELL_ORDER's input, by the bits so far against the byte above
 // in the cell, and CELL_LEFT's two, of the byte at this offset of the previous cell (the lane
 // tracks the cells: lane.h; CELL_LEFT's and CELL_UP's contexts: contexts.h).
+//
+// CONTRACT: the tables' models, each named as in models.def (where its bit and
+// the stage version that added it are); the rules every model keeps are atop stage.h.
+//   CELL_LEFT      a context model after PREDICTED's: hash of left << 24 | left_eq << 20 | cell << 8
+//                  | c1 (a city repeating the airport's name). And two inputs after CELL_ORDER's, as
+//                  a match model's for the predicted byte left & 255 (none while left = 0): the stretch
+//                  of its own map's P16 (context 0 without a prediction or once it disagrees with the
+//                  bits so far, else 2 * (min(cell, 7) * 2 + left_eq) + expected bit; cells start at
+//                  2**21) and +-min(32 * 8, 2047) = +-256 by the expected bit.
+//   CELL_ORDER     one input after LINE_MATCH's: the stretch of a map's P16 (cells start at 2**21) in
+//                  context (((min(cell, 7) * 2 + up_eq) * 4 + r) * 2 + u) * 8 + k, where r = 0 without
+//                  up, else 1 while the bits so far equal up's first k bits, 2 once greater, 3 once
+//                  less; u = up's bit k (0 without up): a sorted column or a counter goes on above the
+//                  byte above.
 #pragma once
 
 #include <algorithm>

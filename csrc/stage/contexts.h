@@ -1,6 +1,85 @@
 // The context models' contexts: which models a stage has, in the order of their inputs, and the
-// bytes each hashes for the next byte of a lane (the contract atop stage.h says how). Every model
+// bytes each hashes for the next byte of a lane (the contract below says how). Every model
 // is a hashed table of bit histories over its context (context_maps.h), order 1 a direct one.
+//
+// CONTRACT: the later context models' contexts, each named as in models.def (where its bit and
+// the stage version that added it are); the rules every model keeps are atop stage.h.
+//   FIELDS         context: the byte at the same offset of the same field in the lane's previous
+//                  line (256 + byte; 0 if that field is absent or shorter there, or the decoder
+//                  cannot know it yet), the field number, c1.
+//   BRACKETS       outside a string, ( [ { < push and ) ] } > pop (at depth > 0); a '"' opens
+//                  a string and one not after a '\' closes it. Context: the two innermost open
+//                  brackets, min(depth, 15), inside a string, c1.
+//   SHAPE          a byte's class: 0 digit, 1 lower case, 2 upper case, 3 >= 128, 4 + i for the
+//                  i-th of " \n\t\"&'()*+,-./:;<=>?@[]_{|}", 31 the rest. Context: the last 6
+//                  classes (5 bits each, the latest lowest) and the field number.
+//   LOCAL_CTX      orders 3 and 6 with the lane number in the hash: the lane's own statistics.
+//   MATCH_CTX      a context model after LOCAL_CTX's: the match's predicted byte e (of the second
+//                  match model when it has one, else of the first), min(its length band, 15) and
+//                  the last two bytes: hash of (256 + e) << 24 | band << 16 | c2 c1, or of c2 c1
+//                  alone without a prediction (the prediction is the byte's, fixed at its start).
+//                  And mixer 1 gets 96 weight sets: set1 + 32 * (1 + the first match model's
+//                  expected bit) while its prediction agrees with the bits so far.
+//   FIELD_VALUE    a context model after MATCH_CTX's: v = the hash of the current field's bytes
+//                  (v = 0 after a newline or a separator, else v = hash32(v + byte) | 1), with
+//                  the field number: hash of (v, or c1 while v = 0) << 8 | field.
+//   FIELD_EQ       eq = every byte of the current field so far equalled its `above` (true at
+//                  a line's or field's start; any other byte keeps it only if 256 + byte is its
+//                  above). FIELDS's context gets eq << 28; mixer 4 has 256 sets, set4 + 128
+//                  while eq; APM 1 has 256 * 16 contexts: c0 | eq << 8 | min(field, 7) << 9.
+//   NUMBER         a number: after a digit outside a number, num_int = 1 (num_frac = 0, no point);
+//                  a digit adds 1 to num_frac once the number has its point, else to num_int
+//                  (each at most 15); a '.' gives a number without one its point; any other byte
+//                  ends it (num_int = num_frac = 0, no point). Context: in a number (num_int >
+//                  0), the hash of num_int << 32 | num_frac << 24 | point << 20 | c2 c1; else 0
+//                  (order 0).
+//   RECORD         words as for the word model (letters, case folded); word2 = the word before
+//                  the previous word. Context: hash of hash32(prev_word + hash32(word2)) << 32 |
+//                  (FIELD_VALUE's v, or c1 while v = 0; v is tracked for RECORD too).
+//   PREDICTED      a context model after RECORD's: P = the recovering match's pointer while it has a
+//                  predicted byte the decoder knows (src 1), else the first match model's (src 2),
+//                  else LINE_MATCH's first matcher's (src 3); e = the byte at P (the predicted byte),
+//                  e1 = the byte at P - 1 (0 if the decoder cannot know it). Context: hash of src << 48
+//                  | e << 40 | e1 << 32 | c1 << 24 | min(the recovering match's len, 3) << 20 | num_int
+//                  << 12 | num_frac << 4 | point; without a predicted byte 0 (order 0). How a value goes
+//                  on where it left the earlier record's (a counter's digits after the one that grew).
+//   LAST_NUMBER    a context model after CELL_LEFT's: hash of hash32(prev_word + last *
+//                  0x9E3779B1) << 32 | (FIELD_VALUE's v, or c1 while v = 0; v is tracked for
+//                  LAST_NUMBER too): a value by its key and the number before it (a car's
+//                  horsepower by its displacement, a longitude by the latitude, a list's next item).
+//   GROUPS         a context model after LAST_NUMBER's: a byte's group is '0' for a digit, 'a' for a
+//                  lower-case letter, 'A' for an upper-case one, 128 for a byte >= 128, else the byte
+//                  itself. The lane keeps its last 8 groups (u64, the latest in the low byte): after a
+//                  byte whose group is '0', 'a' or 'A' and equals the latest, nothing is added and
+//                  repeat = 1; after any other byte its group is shifted in and repeat = 0. Context:
+//                  hash of groups ^ repeat: the shape of a line or a statement whatever the lengths
+//                  of its words and numbers (`"key": 12,` and `"other_key": 3405,` alike). With RUNS
+//                  it has a run table and input as every hashed model.
+//   GROUP_WORD     a context model after GROUPS's: hash of g4 << 32 | the current word's hash (0 outside a
+//                  word): a word by the shape of what led to it (`this.x =`, `"key": [`).
+//   TOKENS         a token is a run of letters, digits, '_', '$' and bytes >= 128; a space, tab, CR or LF
+//                  ends one, any other byte ends one and is a token of its own. The lane keeps the hash of
+//                  the current token (t = 0 outside one; on a token byte c, t = hash32(t + c + 1) | 1) and
+//                  the last 3 tokens ended (a token's t, or 256 + the byte for a one-byte token; the latest
+//                  first, 0 while none). Contexts: hash of tok1 << 32 | t; of hash32(tok2 + tok1 *
+//                  0x9E3779B1) << 32 | t; of hash32(tok3 + hash32(tok2 + tok1 * 0x9E3779B1)) << 32 | t: the
+//                  next token by the tokens before it, whatever their lengths (`this.options.` `var x =`).
+//   INDIRECT       three tables shared by the lanes of the last 2 bytes (u16, the latest in the low byte)
+//                  that followed each order-1 context (256 entries), order-2 context (65536) and hashed
+//                  order-3 context (2**(table_bits - 1) entries, index hash32(c3 c2 c1) >> (33 -
+//                  table_bits)); after byte c of a lane they become e << 8 | c for the lane's contexts
+//                  before c. Contexts: hash of i1 << 8 | c1, of i2 << 16 | c2 c1, of i3 << 24 | c3 c2 c1
+//                  (i: the entry of that order's context): what followed this context the last times.
+//   PLACES         context: in a number (num_int > 0), the hash of num_int << 32 | num_frac << 24 | point
+//                  << 20 | c1; else 0 (order 0): a digit by its place and the digit before it alone.
+//   CELL_UP        context: hash of up << 24 | up_eq << 20 | cell << 12 | min(o, 15), o the byte's offset
+//                  in its cell (up and up_eq as the lane's cells form them before the byte): a sorted
+//                  column's next code, a repeated value, by its place in the cell.
+//   THIS_TOKEN     context: the hash of t (the current token's hash) while in a token, else of 2**40 |
+//                  tok1 (the last token ended): what ends an identifier, what follows an operator, by
+//                  the token alone, whatever came before it.
+//   NEST           context: the hash of (stack & 255) << 40 | min(depth, 15) << 32 | (t while in a token,
+//                  else tok1): the token by the bracket it is in (an argument list, an array, a block).
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,34 @@
 // One lane's state within a block (its last bytes, words, lines, fields, cells, numbers, brackets,
 // groups, tokens and matches) and how a byte moves it on: what the context models read.
+//
+// CONTRACT: what a lane tracks for the later models (each tracked only where a model reads it),
+// named as in models.def (where each model's bit and stage version are); the rules every model
+// keeps are atop stage.h.
+//   fields         a line's field k + 1 starts after its k-th separator byte (space, tab and
+//                  , ; | : = " ' ( ) [ ] { } < >; a space right after a separator starts none),
+//                  at most 16 fields (the last takes the rest); tracked for FIELDS or SHAPE.
+//   fields         tracked also for FIELD_VALUE and FIELD_EQ; `above` = FIELDS's context byte
+//                  (256 + the byte above in the field, or 0), formed before each byte.
+//   number         tracked also for PREDICTED and STATE_MIX; fields also for STATE_MIX, brackets
+//                  and quoting (as for BRACKETS) also for STATE_MIX.
+//   cells          a line's cell k + 1 starts after its k-th ',', '\t', ';' or '|' (the columns of a
+//                  table, whatever spaces their values hold), at most 16 cells (the last takes the
+//                  rest). Before each byte, at offset o of its cell: left = 256 + the byte at offset o
+//                  of the previous cell in this line while o is within that cell (its separator
+//                  included), else 0 (also in cell 0, and when the decoder cannot know the byte); up
+//                  = 256 + the byte at offset o of this cell in the lane's previous line while o is
+//                  within it (its separator or newline included), else 0. left_eq (up_eq): every
+//                  byte of the cell so far equalled its left (up); both true at a cell's start.
+//   number         tracked also for LAST_NUMBER; and lead = the first two digits of a number's
+//                  integer part (its first digit d: lead = d; its second: lead = lead * 10 + d);
+//                  when a byte ends a number (num_int > 0), last = num_int << 8 | lead.
+//   groups         tracked (as for GROUPS) also for GROUP_WORD, GROUP_MIX and GROUP_APM; with r = repeat:
+//                  g4 = hash32(u32(groups) + r * 0x9E3779B1) (the last 4 groups), g3 = hash32(u32(groups &
+//                  0xFFFFFF) + r) (the last 3), and at bit k g2 = hash32(u32(groups & 0xFFFF) * 0x9E3779B1
+//                  + c0 + r * 77) (the last 2 and the bits so far).
+//   number         tracked (as for NUMBER) also for PLACES; cells (as for CELL_LEFT) also for CELL_UP;
+//                  tokens (as for TOKENS) also for THIS_TOKEN and NEST; brackets (as for BRACKETS) also
+//                  for NEST.
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,44 @@
 // The models that predict a whole byte from the history: the match models (the longest recent
 // context, and with LOCAL_MATCH the lane's own), RECOVER's match followed on past a miss, and
 // LINE_MATCH's matches within the lane's last lines. Each gives two inputs per bit while its
-// predicted byte agrees with the bits so far (the contract atop stage.h says how).
+// predicted byte agrees with the bits so far (the contract below says how).
+//
+// CONTRACT: the later match models, each named as in models.def (where its bit and
+// the stage version that added it are); the rules every model keeps are atop stage.h.
+//   LOCAL_MATCH    a second match model, as the first (its own match map) but with the lane
+//                  number in its hash key (seed 19 + 2 * lane, the first's 17), so that it finds
+//                  the lane's own latest occurrence; both share the hash table of heads.
+//   RECOVER        (needs the match model) a recovering match: when a match model's match of at
+//                  least 16 bytes mispredicts byte c (the first model's, else the second's), a
+//                  pointer to the byte after its predicted one is followed on, as if c had
+//                  replaced that byte (a record whose one field differs: a time, an id). Before
+//                  the match models move past c, a live recovering match (misses > 0) moves on
+//                  one byte; if it predicted c, len += 1 (at most 65535), else len = 0 and
+//                  misses += 1, and at 16 misses it ends (misses = 0); then a long match's
+//                  mispredicting c starts a new one: ptr = the match's ptr + 1, len 0, misses 1.
+//                  Its predicted byte is the ring's at ptr when the decoder knows it. Two inputs
+//                  before the bias, as a match model's: stretch of its own map's P16 (context 0
+//                  without a prediction or once it disagrees with the bits so far, else 2 * (1 +
+//                  min(len, 15) * 4 + min(misses, 4) - 1) + expected bit; cells start at 2**21),
+//                  and +-min(32 * len, 2047) by the expected bit.
+//   LINE_MATCH     two matches keyed by only the last 2 bytes, but within the lane's last lines: a
+//                  value copied from earlier in the record (a city from the airport's name, a key
+//                  repeated in a log line, `x = x`). After byte c at position pos (the ring holds c):
+//                  each matcher with a match goes on if c is not '\n' and was its predicted byte,
+//                  which the decoder knew (len += 1, at most 65535; ptr += 1), else it ends (len =
+//                  0). Then, once the lane has 2 bytes, its head (2**16 entries of position + 1, 0:
+//                  empty; index hash64(lane << 32 | c2 << 8 | c1, 23) >> 16) gives cand = head - 1,
+//                  which a matcher without a match takes (len 2, ptr cand) if cand - 2 is at or after
+//                  the start of this line (matcher 0) or of the line before it (matcher 1), cand <=
+//                  pos, the ring at cand - 2 is valid and holds c2 c1 at cand - 2, cand - 1; then head
+//                  = pos + 2. Two inputs after RECOVER's, as a match model's, from matcher 0 if the
+//                  decoder knows its predicted byte, else from matcher 1: stretch of their map's P16
+//                  (context 0 without a prediction or once it disagrees with the bits so far, else
+//                  2 * (1 + min(len, 15) + 16 * w) + expected bit, w = 0 for matcher 0, 1 for matcher
+//                  1 pointing into this line, 2 into the line before; cells start at 2**21) and
+//                  +-min(32 * len, 2047) by the expected bit. Without a match model's prediction,
+//                  MATCHED's context takes matcher 0's predicted byte e: hash of (512 + e) << 24 |
+//                  c2 c1. It keeps a history ring (history_bits) of its own where nothing else does.
 #pragma once
 
 #include <algorithm>

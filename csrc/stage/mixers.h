@@ -1,7 +1,53 @@
 // The stage's mixers, each named by what selects its weight set: every one mixes the same inputs,
 // and (LAYERED) a final mixer mixes their outputs; without LAYERED the first two are averaged.
 // The list is made once from the parameters; per bit each mixer's set is chosen, then every
-// mixer predicts and learns (the contract atop stage.h says how).
+// mixer predicts and learns (the contract below says how).
+//
+// CONTRACT: the later mixers and how they learn, each named as in models.def (where its bit and
+// the stage version that added it are); the rules every model keeps are atop stage.h.
+// MATCH_CTX's and FIELD_EQ's rules (contexts.h) also choose sets of mixers 1 and 4.
+//   LAYERED        mixers 3 (a weight set per c1) and 4 (per min(seen, 15) * 8 + k, seen = the
+//                  context models whose current bit-history state is not 0); x_mix = a final
+//                  mixer of (x_1, x_2, x_3, x_4), a set per bit position k, initial weights 16384,
+//                  in place of floor((x_1 + x_2) / 2).
+//   WARM           a mixer's rate for a set updated n times before: LR + floor(LR * 3 * 1024 /
+//                  (1024 + n)) (n need not count past the boost's end).
+//   DIGITS         (needs LAYERED) r = the digits ending at c1 (0 after any other byte), counted
+//                  to at most 16; fields as for FIELDS. While r > 0, mixer 3 takes its
+//                  weight set by the number's shape instead of c1: 256 + (r - 1) * 8 + k + 128 *
+//                  min(field, 7), of 256 + 1024 sets (the leading digits of a count or a time
+//                  follow other rules than its last ones, and each field's numbers their own).
+//   CLASS_MIX      (needs LAYERED) a fifth mixer over the same inputs, a weight set per (class of c1,
+//                  class of c2, bit position): (class(c1) * 32 + class(c2)) * 8 + k, classes as
+//                  SHAPE's; its output is the final mixer's next input.
+//   STATE_MIX      (needs LAYERED) a sixth, a set per (min(field, 15) * 16 + min(depth, 3) * 4 +
+//                  inside a string * 2 + in a number) * 8 + k; the final mixer's next input.
+//   final mixer    inputs x_1 .. x_4, then CLASS_MIX's and STATE_MIX's (those present); initial
+//                  weights floor(65536 / its inputs) each (16384 for 4).
+//   GROUP_MIX      (needs LAYERED) a seventh mixer over the same inputs, a weight set per (g3 >> 20) * 8 +
+//                  k; its output is the final mixer's next input, after STATE_MIX's.
+//   SLOW_FINAL     (needs LAYERED) the final mixer's LR is max(floor(mixer_lr / 4), 1), the other mixers'
+//                  mixer_lr (WARM's boost follows each mixer's own LR): it weighs a few mixers' outputs,
+//                  which the full rate makes it chase from bit to bit.
+//   SEED_SETS      (needs WARM, whose update counts tell a set never updated) at each bit, before the dot
+//                  products: if mixer 1's set set1 has never been updated and is not set k, its weights
+//                  become those of its set k (no match state); then, in the order mixer 2, 3, 4, CLASS_MIX's,
+//                  STATE_MIX's, GROUP_MIX's, ORDER_MIX's two, PLACE_MIX's, MATCH_MIX's, each present mixer's
+//                  set for this bit that has never been updated takes mixer 1's set1 weights. A weight set
+//                  met for the first time (a partial byte, a pair of classes, an order-2 context) starts
+//                  from weights that have learnt the file so far, not from the NN's alone.
+//   ORDER_MIX      (needs LAYERED) two more mixers over the same inputs: sets c1 << 8 | c0 (65536) and
+//                  hash32(c2 c1 * 0x9E3779B1 + c0 * 0x3C6EF372) >> 16 (65536; the products wrap as u32);
+//                  their outputs are the final mixer's next two inputs, after GROUP_MIX's.
+//   PLACE_MIX      (needs LAYERED) a mixer over the same inputs, sets min(field, 15) << 12 | min(column, 15) << 8
+//                  | c0 (65536; fields as for FIELDS, tracked for it too; column: the lane's bytes since its line
+//                  began): an indentation, a record's field, by where the byte is; its output the final
+//                  mixer's next input, after ORDER_MIX's.
+//   MATCH_MIX      (needs LAYERED and the match model) a mixer over the same inputs, sets (e + 1) << 8 | c0, e the
+//                  first match model's predicted byte, or c0 without one (257 * 256): how far to trust a
+//                  match, by what it predicts; its output the final mixer's next input.
+//   NN_FINAL       (needs LAYERED and the NN) the NN's first input (its stretch) as the final mixer's last
+//                  input. The final mixer's initial weights stay floor(65536 / its inputs) each.
 #pragma once
 
 #include <algorithm>

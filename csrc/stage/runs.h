@@ -1,5 +1,21 @@
-// RUNS: each hashed context's last byte and how many times in a row it came (the contract atop
-// stage.h says how): one run table per hashed context model, one map for their inputs.
+// RUNS: each hashed context's last byte and how many times in a row it came (the contract below
+// says how): one run table per hashed context model, one map for their inputs.
+//
+// CONTRACT: RUNS (models.def has its bit and stage version); the rules every model keeps are
+// atop stage.h.
+//   RUNS           every hashed context model (all but order 1's direct table) keeps a run table of
+//                  2**(table_bits - 5) u32 entries chk << 24 | b1 << 16 | b2 << 8 | n at index ctx >> (37 -
+//                  table_bits), chk = (ctx >> 2) & 255, ctx the model's context hash for the byte: the last
+//                  byte seen in that context (b1), the different one before it (b2; b1 if none) and how
+//                  many times in a row b1 came (n in 1..255; 0: empty). After byte c an entry with another
+//                  chk or n = 0 becomes chk, c, c, 1; else b1 = c makes n = min(n + 1, 255); else it becomes
+//                  chk, c, b1, 1. One input per such model, after the context models' (in their order):
+//                  while the entry's chk is the context's, n > 0 and b1 agrees with the bits so far c0, the
+//                  stretch of the run map's P16 in context 256 * m + ((min(n, 15) * 4 + g) * 2 + u) * 2 + e
+//                  (m: the model's place among them; g: 0 at bit 0, 1 at bit 1, 2 at bits 2-4, 3 at bits
+//                  5-7; u: b2 != b1; e: b1's bit k), floor-divided by 4 when u; else 0 and no update of the
+//                  map. Its cells start at 2**21. A context's last byte and how surely it repeats, which its
+//                  bit histories (one per bit of the byte) see only in parts.
 #pragma once
 
 #include <algorithm>
