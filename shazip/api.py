@@ -624,11 +624,13 @@ def _bytes(data) -> memoryview:
 
 def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: str | LoadedModel | None,
                      progress: Progress | None, hw: Hardware) -> int:
-    """The archives `frames` of src, `hw.threads` at a time (each on one), written in order."""
+    """The archives `frames` of src, `hw.threads` at a time (each on one), written in order;
+    each worker's engines serve every frame it decodes."""
     lock, reading = threading.Lock(), threading.Lock()
     model = _resolve(model) if model is not None else None  # read once, not once a frame
+    engines: list[dict[tuple, _Once]] = [{} for _ in range(hw.threads)]
 
-    def one(_: int, frame: Frame, check: Callable[[], None]) -> list[bytes]:
+    def one(worker: int, frame: Frame, check: Callable[[], None]) -> list[bytes]:
         def report(n: int) -> None:  # after every chunk of steps: where a stopped frame ends
             check()
             if progress is not None:
@@ -638,7 +640,7 @@ def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: s
         with reading:
             src.seek(frame.start)
             archive = read_upto(src, frame.end - frame.start)
-        return _frame_decoded(archive, frame.place, model, report, Hardware(1, hw.device))
+        return _frame_decoded(archive, frame.place, model, report, Hardware(1, hw.device), engines[worker])
 
     total = 0
     for block in linked(frames, ordered_map(one, frames, hw.threads)):
@@ -652,14 +654,14 @@ def decode_frame(archive: bytes, place: Place, model: str | LoadedModel | None, 
     """The blocks of one frame decoded alone (frames at once, a Dask task), each verified; the
     frame must stand at `place`, where `frames.index` found it. Its link to the frame before is
     the caller's to check, in order (`linked`)."""
-    return _frame_decoded(archive, place, model, progress, Hardware.of(1, device))
+    return _frame_decoded(archive, place, model, progress, Hardware.of(1, device), {})
 
 
 def _frame_decoded(archive: bytes, place: Place, model: str | LoadedModel | None, progress: Progress | None,
-                   hw: Hardware) -> list[bytes]:
-    """`decode_frame` on what it resolved."""
+                   hw: Hardware, engines: dict[tuple, _Once]) -> list[bytes]:
+    """`decode_frame` on what it resolved, with `engines` (by archive kind) to use or keep."""
     reader = ArchiveReader(io.BytesIO(archive))
-    blocks = list(_archive_blocks(reader, model, progress, hw, {}))
+    blocks = list(_archive_blocks(reader, model, progress, hw, engines))
     if reader.place() != place:
         raise CorruptArchive(f"frame {place.index} changed while it was read")
     return blocks

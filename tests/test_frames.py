@@ -12,11 +12,10 @@ import pytest
 
 import shazip
 from shazip.api import decode_frame
-from shazip.format.container import Place
-from shazip.errors import CorruptArchive
-from shazip.format.listing import describe
-from shazip.errors import ShazipError
 from shazip.codec.frames import ordered_map
+from shazip.errors import CorruptArchive, ShazipError
+from shazip.format.container import Place
+from shazip.format.listing import describe
 
 from test_cli import assert_fails, assert_ok, listing, run, wait_until_writing
 
@@ -63,6 +62,22 @@ def test_frames_decode_at_once_to_the_same_bytes(trained, data, framed):
     # a stream that cannot seek decodes frame after frame
     assert b"".join(shazip.iter_decompress(io.BytesIO(framed), model=trained, threads=2)) == data
 
+
+def test_frames_at_once_keep_one_engine_a_worker(trained, data, framed, monkeypatch):
+    """Decoding frames at once, each worker builds its engine once and keeps it for every frame
+    it decodes (four frames, two workers: at most two engines)."""
+    import shazip.codec.engines as engines
+    built = []
+    real = engines.IntEngine.__init__
+
+    def counted(self, *args, **kw):
+        built.append(threading.get_ident())
+        real(self, *args, **kw)
+
+    monkeypatch.setattr(engines.IntEngine, "__init__", counted)
+    assert len(describe(io.BytesIO(framed))) == 4
+    assert shazip.decompress(framed, model=trained, threads=2) == data
+    assert 1 <= len(built) <= 2
 
 def test_a_damaged_frame_fails_cleanly_at_once(trained, framed):
     bad = bytearray(framed)
