@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from shazip import core
-from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 from shazip.codec.block import MIN_LANE, effective_lanes
 from shazip.modelfile import load_model
 from shazip.options import DEFAULT_LANES
+from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 
 MANIFEST = Path(__file__).resolve().parent / "suite" / "MANIFEST.tsv"
 

@@ -15,9 +15,9 @@ from dataclasses import replace
 
 import torch
 
-from shazip.train.data import Corpus
 from shazip.model import SHARNN
 from shazip.modelfile import load_model
+from shazip.train.data import Corpus
 from shazip.train.trainer import evaluate
 
 

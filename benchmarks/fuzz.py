@@ -32,10 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 import shazip
-from shazip.stage.adaptive import AdaptiveParams
-from shazip.format.container import FORMAT_VERSIONS, Method
 from shazip.errors import ShazipError
+from shazip.format.container import FORMAT_VERSIONS, Method
 from shazip.modelfile import load_model
+from shazip.stage.adaptive import AdaptiveParams
 
 from shazip.testing import frame_damage, mutate
 

@@ -13,8 +13,8 @@ import argparse
 import time
 from pathlib import Path
 
-from shazip.codec import block as codec
 from shazip.api import Compressor
+from shazip.codec import block as codec
 from shazip.options import LanePolicy
 
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from shazip import _core, core
+from shazip.errors import CorruptArchive
 from shazip.stage.adaptive import (EXTRA_FLAGS, EXTRAS_OF, NEEDS, PARAMS_BYTES, TABLE_FLAGS, VERSION, AdaptiveParams,
                               AdaptiveStage, looks_tabular, squash_table)
-from shazip.errors import CorruptArchive
 
 SMALL = AdaptiveParams(table_bits=16, history_bits=16, match_bits=12)  # fast to allocate and copy
 

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import shazip
-from shazip.stage.adaptive import PARAMS_BYTES, VERSION
 from shazip.codec.block import LANE_FLOOR, MIN_LANE, lane_lengths
-from shazip.format.container import ArchiveReader, Method
 from shazip.errors import ChecksumMismatch, CorruptArchive, ModelError, ShazipError
+from shazip.format.container import ArchiveReader, Method
 from shazip.options import LONG_LANES, SPLIT_LANES
+from shazip.stage.adaptive import PARAMS_BYTES, VERSION
 
 MODEL_ONLY = frozenset({Method.MODEL})
 MIXED_ONLY = frozenset({Method.MIXED})

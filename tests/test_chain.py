@@ -15,9 +15,9 @@ import zlib
 import pytest
 
 import shazip
+from shazip.errors import ArchiveError, CorruptArchive, Truncated
 from shazip.format import seektable
 from shazip.format.container import BLOCK_HEADER_BYTES, TRAILER_BYTES, skippable
-from shazip.errors import ArchiveError, CorruptArchive, Truncated
 from shazip.format.listing import describe
 
 from test_cli import shazip_cmd

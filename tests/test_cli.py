@@ -35,9 +35,9 @@ from click.testing import CliRunner
 from shazip import cli
 from shazip.api import compress as api_compress
 from shazip.cli import main
-from shazip.format.container import Method
 from shazip.codec.frames import declared_size
 from shazip.errors import CorruptArchive, ShazipError
+from shazip.format.container import Method
 from shazip.testing import payload_spans
 
 ZEROS = b"\x00" * 600  # 3 model-coded blocks of 200 bytes (1 lane each)

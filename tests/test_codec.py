@@ -13,15 +13,15 @@ import zstandard
 
 import shazip
 from shazip import core
-from shazip.stage.adaptive import EXTRA_FLAGS, MODEL_FLAGS, TABLE_FLAGS, AdaptiveParams
 from shazip.codec.block import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
-from shazip.format.container import Method
-from shazip.format.listing import describe
 from shazip.codec.engines import IntEngine
 from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
+from shazip.format.container import Method
+from shazip.format.listing import describe
 from shazip.options import (
     DEFAULT_LANES, DEFAULT_LEVEL, LEVELS, LONG_LANES, MAX_LANES, MIN_LANE_GPU, ONE_LANE, LanePolicy, lane_policy,
 )
+from shazip.stage.adaptive import EXTRA_FLAGS, MODEL_FLAGS, TABLE_FLAGS, AdaptiveParams
 from shazip.testing import flip, payload_spans
 
 MODEL_ONLY = frozenset({Method.MODEL})

@@ -10,6 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shazip.errors import (
+    ChecksumMismatch,
+    CorruptArchive,
+    NotAnArchive,
+    ShazipError,
+    Truncated,
+    UnsupportedVersion,
+)
 from shazip.format.container import (
     MAGIC,
     MAX_HEADER,
@@ -24,14 +32,6 @@ from shazip.format.container import (
     verify_block,
 )
 from shazip.format.listing import describe
-from shazip.errors import (
-    ChecksumMismatch,
-    CorruptArchive,
-    NotAnArchive,
-    ShazipError,
-    Truncated,
-    UnsupportedVersion,
-)
 
 HEADER = Header(
     engine=0, engine_version=3, threads=4, model_id=bytes(range(32)),

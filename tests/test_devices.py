@@ -8,11 +8,11 @@ import pytest
 import torch
 
 import shazip
-from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 from shazip.codec.block import mixed_decode, mixed_encode, model_decode, model_encode
-from shazip.format.container import Method
 from shazip.codec.engines import IntEngine, TwinEngine, resolve_device
 from shazip.errors import UsageError
+from shazip.format.container import Method
+from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 
 SMALL = AdaptiveParams(table_bits=16, history_bits=16, match_bits=12)
 CUDA = torch.cuda.is_available()

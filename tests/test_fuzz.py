@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import shazip
-from shazip.stage.adaptive import AdaptiveParams
-from shazip.format.container import Method
 from shazip.errors import ShazipError
+from shazip.format.container import Method
+from shazip.stage.adaptive import AdaptiveParams
 
 from shazip.testing import MUTATIONS, Layout, mutate
 

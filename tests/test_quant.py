@@ -21,9 +21,9 @@ import shazip
 from shazip import exact, numerics, quant
 from shazip.codec.block import model_encode
 from shazip.codec.engines import IntEngine, TwinEngine
-from shazip.format.container import ArchiveReader, Method
-from shazip.errors import ModelError
 from shazip.config import get_config
+from shazip.errors import ModelError
+from shazip.format.container import ArchiveReader, Method
 from shazip.model import SHARNN
 from shazip.modelfile import load_model
 

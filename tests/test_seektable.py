@@ -9,11 +9,11 @@ import io
 import pytest
 
 import shazip
+from shazip.codec.frames import _scanned, declared_size, index
+from shazip.errors import CorruptArchive, ShazipError
 from shazip.format import seektable
 from shazip.format.container import BLOCK_HEADER_BYTES, TRAILER_BYTES, skippable
 from shazip.format.listing import describe
-from shazip.errors import CorruptArchive, ShazipError
-from shazip.codec.frames import _scanned, declared_size, index
 
 from test_concat import _by_decompressors
 from test_frames import FRAMED, data, framed  # noqa: F401 (fixtures)
