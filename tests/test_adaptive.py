@@ -464,7 +464,7 @@ def test_version_5_to_8_headers(version):
     for bad in [before.pack(), p.pack()[:9], p.pack() + b"\x00"] + later:
         with pytest.raises(CorruptArchive):
             AdaptiveParams.unpack(bad, version)
-    assert AdaptiveParams().version == VERSION == 17
+    assert AdaptiveParams().version == VERSION
 
 
 def test_version_9_header():

@@ -33,7 +33,30 @@ if TYPE_CHECKING:
 ST_MAX = 4095  # the stretch domain is [-ST_MAX, ST_MAX] in units of 1/256 nat
 
 
-@dataclass(frozen=True)
+MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte: version 1's
+# The models beyond version 1's (bit i of `extras`: the i-th), each with the version that added it and
+# what it needs: the core's list (csrc/stage/models.def), the one source of them.
+STAGE_MODELS: list[dict] = core.load().stage_models()
+EXTRA_FLAGS = tuple(m["name"] for m in STAGE_MODELS)
+NEEDS = {m["name"]: tuple(m["needs"]) for m in STAGE_MODELS if m["needs"]}
+VERSION = max(m["version"] for m in STAGE_MODELS)  # the newest stage: each version added models
+VERSIONS = tuple(range(1, VERSION + 1))  # what this shazip decodes: each the next without the models it added
+EXTRAS_OF = {v: sum(m["version"] <= v for m in STAGE_MODELS) for v in VERSIONS}  # how many of EXTRA_FLAGS
+PARAMS_BYTES = {v: 8 + -(-EXTRAS_OF[v] // 8) for v in VERSIONS}  # 8 bytes, then the extras' bits
+# version 10's models and version 16's cell context, for tables only (`for_data`)
+TABLE_FLAGS = EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]] + ("cell_up",)
+TEXT_FLAGS = ("tokens", "this_token", "nest")  # versions 15's and 16's token models, for what is no table (`for_data`)
+# What archives may ask for: at most 35 hashed tables of 2**24 bytes (7 orders, 2 word, column,
+# sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2, version 9's 1, version 10's 1,
+# version 11's 1, version 13's 1, version 14's 1, version 15's 6 and version 16's 4) with version 12's
+# run tables of 2**19 entries each, version 15's order-3 indirect table of 2**23 u16, a 2**26-byte
+# history and 2**24 match entries (about 0.85 GB), beside the mixers' weights (at most 311,000 sets of 86
+# inputs, 107 MB, version 17's four mixers 90 MB of them), whatever a damaged or hostile header says.
+ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
+                  "mixer_lr": (1, 64)}
+TABULAR_SAMPLE = 1 << 16  # bytes of an input's start that `looks_tabular` reads
+
+
 class AdaptiveParams:
     """Everything that shapes the stage's predictions: an archive records these, and a
     decoder must use the same values.
@@ -49,128 +72,10 @@ class AdaptiveParams:
         before. column: the byte above in the previous line, the column and the last byte.
     sparse: the two bytes before the last one.
     nn, match, apm: the NN's inputs, the match model, the APM stages.
-    Version 2's models (EXTRA_FLAGS; all off is version 1's stage):
-    fields: the byte at the same offset of the same field in the line above (fields split at
-        punctuation and spaces), with the field number.
-    brackets: the innermost open brackets, their depth and whether inside a "string".
-    layered: two more weight sets, chosen by the last byte and by how many context models know
-        the current context, and a learned final mixer of the four in place of the average of two.
-    shape: the classes of the last 6 bytes (digit, lower or upper case letter, each punctuation
-        mark its own) with the field number: numbers and identifiers in records.
-    local_match, local_ctx: a second match model that finds the latest occurrence in the lane
-        itself, and orders 3 and 6 of the lane's own statistics: lanes interleave the input,
-        which dilutes the recency that shared tables and the shared match model rely on.
-    warm: each mixer weight set learns up to 4x faster while it has seen few updates.
-    Version 3 adds one (it needs stage version 3; without it the parameters are version 2's):
-    match_ctx: what followed the match model's predicted byte, as a context (with the match's
-        length and the last two bytes), and the first mixer's weight set chosen also by the
-        predicted bit: where a repeat breaks (the next record's new value) as well as where it holds.
-    Version 4 adds three (each needs stage version 4; without them the parameters are version 3's):
-    field_value: the current field's bytes so far (fields as for `fields`) with the field number:
-        each column's or key's vocabulary.
-    field_eq: whether the current field so far repeats the line above's byte for byte, in the
-        `fields` context, the fourth mixer's weight set and the first APM's context (with the
-        field number): counters and timestamps grow from the line above, repeated values hold.
-    match_apm: an APM by the match model's state (its length band and expected bit).
-    Version 5 adds one (it needs stage version 5 and `layered`):
-    digits: within a number, the third mixer's weight set is chosen by how many digits precede
-        (up to 16), the bit position and the field number instead of by the last byte: a count's,
-        a time's or an address's leading digits follow other rules than its last ones.
-    Version 6 adds one:
-    recover: a match of 16 bytes or more that mispredicts a byte is followed on past it, as if that
-        byte had been replaced (a record whose one field differs from the earlier record's: a
-        time, a process id), as two more inputs by its length since its last miss and its misses,
-        until it has missed 16 bytes. It needs `match`.
-    Version 7 adds one:
-    line_match: two more matches, keyed by only the last two bytes but found within this line (and,
-        for the second, the line before): a value copied from earlier in the same record (a city
-        from the airport's name, a key repeated in a log line, `self.x = x`), too short for the match
-        model's 6 bytes. Two more inputs, from the first while it predicts, else from the second;
-        the first's prediction also enters the match context when the match model has none.
-    Version 8 adds two:
-    number: within a number, a context of its digits' places so far (before the point, after it,
-        whether it has one) and the last two bytes: a fixed-point value's last digits follow from
-        the ones before at their place (a degree's decimals from minutes and seconds, repeating
-        thirds and ninths), and where it ends follows from its places. Elsewhere order 0.
-    record: the current field's bytes so far (or the last byte) with the two words before them: a
-        record's value by its key or by the values earlier in the record (a state's coordinates,
-        a log message's arguments), and word trigrams in prose.
-    Version 9 adds three (class_mix and state_mix need `layered`):
-    predicted: the byte a match points at and the byte before it (the recovering match's, else the
-        match model's, else this line's match), with the last byte, the recovering match's length
-        and a number's places: how a value goes on where it left the earlier record's (a counter's
-        digits after the one that grew, a timestamp's after the second that changed).
-    class_mix: a fifth mixer whose weight set is chosen by the classes of the last two bytes
-        (digit, letter, case, each punctuation mark) and the bit position: a digit after a
-        letter, a letter after a quote and a byte after a space weigh the models differently.
-    state_mix: a sixth, chosen by the field number, the brackets' depth, being inside a string
-        and being inside a number: a record's structure, as the mixer sees it.
-    Version 10 adds two for tables, whose cells are split by ',', tab, ';' or '|' only (a
-    column's values keep their spaces); a compressor turns them on where the input looks like a
-    table (`for_data`), since elsewhere they cost a little:
-    cell_left: the byte at this offset of the previous cell in this line, and whether the cell so
-        far repeats that cell's: a city that repeats the airport's name.
-    cell_order: the bits so far against those of the byte at this offset of this cell in the line
-        above, and whether the cell so far repeats that cell's: a sorted column (codes, names,
-        dates) or a counter goes on at or above the value above it, whatever the widths of the
-        cells before.
-    Version 11 adds one:
-    last_number: the field's bytes so far (or the last byte) with the word before them and the size
-        and first two digits of the number before: a record's value by its key and the value
-        before it (a car's horsepower by its displacement, a longitude by its latitude), a list's
-        next item by the last one's number.
-    Version 12 adds one:
-    runs: for every hashed context, the last byte seen in it, the one before, and how many times
-        in a row the last came, as one more input per context model: a context that has always
-        been followed by one byte predicts that byte as a whole, which its bit histories (one per
-        bit) see only in parts. The heaviest model: about 2 µs/byte more (levels 3-9 use it).
-    Version 13 adds one:
-    groups: a context of the last 8 byte groups (digits, lower- and upper-case letters each one
-        group, a byte >= 128 one, every other byte its own), a word's or a number's run of
-        letters or digits counted once: the shape of a line or statement whatever the lengths of
-        its words and numbers. Levels 3-6 leave `sparse` out (options.LEVELS): its time pays for
-        this one's.
-    Version 14 adds three more of the groups, for levels 7-9 (about 1.3 µs/byte more):
-    group_word: a context of the current word with the last 4 groups (a word by the shape of what
-        led to it).
-    group_mix: a seventh mixer (needs `layered`), its weight sets by the last 3 groups.
-    group_apm: an APM (needs `apm`) by the last 2 groups and the bits so far.
-    Version 15 adds two more for levels 7-9 (about 2 µs/byte more at one lane):
-    tokens: three contexts of the current token (a run of letters, digits, '_' and '$', or one
-        punctuation byte) with the last 1, 2 and 3 tokens: the next identifier or operator by the
-        ones before it, whatever their lengths (`this.options.`, `var x =`).
-    indirect: three contexts of what followed the order-1, 2 and 3 contexts the last two times,
-        with those contexts: a byte pair that tends to recur after this one.
-    Version 16 adds five:
-    slow_final: the final mixer (needs `layered`) learns at a quarter of the other mixers' rate:
-        it weighs a handful of mixers' outputs, which a fast rate makes it chase from bit to bit
-        (0.4-0.5 % smaller at every level, prose too, for no time; every level but -1).
-    places: a number's places so far (digits before and after its point) with the last byte only:
-        a digit by its place and the digit before it, which the number context's last two bytes
-        split ten ways more (the last digits of converted coordinates, of counters); levels 7-9.
-    cell_up: the byte above in this cell, whether the cell so far repeats the one above, the
-        cell and the byte's offset in it: a sorted column's codes, a column's repeats, by place
-        rather than by the last byte (levels 7-9, on tables, as version 10's models).
-    this_token: the current token alone (between tokens, the last one): what ends an identifier
-        and what follows an operator, whatever came before it; levels 7-9.
-    nest: that token with the innermost open bracket and the brackets' depth: a token by what it
-        is inside (an argument list, an array, a block); levels 7-9.
-    Version 17 adds five:
-    seed_sets: a mixer's weight set met for the first time (needs `warm`, whose counts tell) starts
-        as mixer 1's current set rather than with the NN's weight alone: a new partial byte or class
-        pair is mixed with what the file has taught so far (up to 0.2 % smaller at every level but
-        -1, for no time; the small inputs gain most).
-    order_mix: two more mixers (needs `layered`), their weight sets by the last byte and by a hash of
-        the last two, each with the bits so far: which models to trust after `th`, `=>` or `":`;
-        levels 7-9 (about 2 µs/byte).
-    place_mix: a mixer (needs `layered`) whose weight sets are chosen by the field number, the column
-        (up to 15 each) and the bits so far: an indentation, a record's field; levels 7-9.
-    match_mix: a mixer (needs `layered` and `match`) whose weight sets are chosen by the match
-        model's predicted byte and the bits so far: how far to trust a match by what it predicts;
-        levels 7-9 (the two about 1 µs/byte each at one lane; the four mixers of these three cost
-        -9 about 16 % of its time end to end, the model's lane evicting their weight rows).
-    nn_final: the NN's own stretch as an input of the final mixer (needs `layered` and `nn`), which
-        can then trust it past the mixers; levels 7-9 (it costs small inputs at the default's lanes).
+    Then a bool field for each later model (EXTRA_FLAGS: csrc/stage/models.def's names, in its
+    order), made from that list below the class, True unless a level or a caller turns it off:
+    models.def says what each adds and what it needs, and its component in csrc/stage states its
+    rules (docs/format.md's table lists them).
     """
 
     table_bits: int = 22
@@ -185,45 +90,6 @@ class AdaptiveParams:
     nn: bool = True
     match: bool = True
     apm: bool = True
-    fields: bool = True
-    brackets: bool = True
-    layered: bool = True
-    shape: bool = True
-    local_match: bool = True
-    local_ctx: bool = True
-    warm: bool = True
-    match_ctx: bool = True
-    field_value: bool = True
-    field_eq: bool = True
-    match_apm: bool = True
-    digits: bool = True
-    recover: bool = True
-    line_match: bool = True
-    number: bool = True
-    record: bool = True
-    predicted: bool = True
-    class_mix: bool = True
-    state_mix: bool = True
-    cell_left: bool = True
-    cell_order: bool = True
-    last_number: bool = True
-    runs: bool = True
-    groups: bool = True
-    group_word: bool = True
-    group_mix: bool = True
-    group_apm: bool = True
-    tokens: bool = True
-    indirect: bool = True
-    slow_final: bool = True
-    places: bool = True
-    cell_up: bool = True
-    this_token: bool = True
-    nest: bool = True
-    seed_sets: bool = True
-    order_mix: bool = True
-    nn_final: bool = True
-    place_mix: bool = True
-    match_mix: bool = True
 
     def fitted(self, n: int) -> AdaptiveParams:
         """These parameters with tables sized for an input known to be `n` bytes in all: a few
@@ -308,28 +174,12 @@ class AdaptiveParams:
         return p
 
 
-MODEL_FLAGS = ("word", "column", "sparse", "nn", "match", "apm")  # bit i of the `models` byte: version 1's
-# The models beyond version 1's (bit i of `extras`: the i-th), each with the version that added it and
-# what it needs: the core's list (csrc/stage/models.def), the one source of them.
-STAGE_MODELS: list[dict] = core.load().stage_models()
-EXTRA_FLAGS = tuple(m["name"] for m in STAGE_MODELS)
-NEEDS = {m["name"]: tuple(m["needs"]) for m in STAGE_MODELS if m["needs"]}
-VERSION = max(m["version"] for m in STAGE_MODELS)  # the newest stage: each version added models
-VERSIONS = tuple(range(1, VERSION + 1))  # what this shazip decodes: each the next without the models it added
-EXTRAS_OF = {v: sum(m["version"] <= v for m in STAGE_MODELS) for v in VERSIONS}  # how many of EXTRA_FLAGS
-PARAMS_BYTES = {v: 8 + -(-EXTRAS_OF[v] // 8) for v in VERSIONS}  # 8 bytes, then the extras' bits
-# version 10's models and version 16's cell context, for tables only (`for_data`)
-TABLE_FLAGS = EXTRA_FLAGS[EXTRAS_OF[9]:EXTRAS_OF[10]] + ("cell_up",)
-TEXT_FLAGS = ("tokens", "this_token", "nest")  # versions 15's and 16's token models, for what is no table (`for_data`)
-# What archives may ask for: at most 35 hashed tables of 2**24 bytes (7 orders, 2 word, column,
-# sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2, version 9's 1, version 10's 1,
-# version 11's 1, version 13's 1, version 14's 1, version 15's 6 and version 16's 4) with version 12's
-# run tables of 2**19 entries each, version 15's order-3 indirect table of 2**23 u16, a 2**26-byte
-# history and 2**24 match entries (about 0.85 GB), beside the mixers' weights (at most 311,000 sets of 86
-# inputs, 107 MB, version 17's four mixers 90 MB of them), whatever a damaged or hostile header says.
-ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
-                  "mixer_lr": (1, 64)}
-TABULAR_SAMPLE = 1 << 16  # bytes of an input's start that `looks_tabular` reads
+for _name in EXTRA_FLAGS:  # a field for each later model, in the registry's order
+    AdaptiveParams.__annotations__[_name] = "bool"
+    setattr(AdaptiveParams, _name, True)
+AdaptiveParams = dataclass(frozen=True)(AdaptiveParams)
+
+
 
 
 def looks_tabular(data: bytes) -> bool:
