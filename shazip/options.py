@@ -115,8 +115,9 @@ LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone,
                "-6 (the default) lanes of 16 KB or more, -7 .. -9 also the stage's heaviest models, -9 (--best) "
                "one lane per block (on a GPU: up to 1024 lanes of 2 KB or more at every level).")
 DEFAULT_BLOCK_SIZE = 2 << 20
-# Input bytes per frame (an independent archive: frames.py). Each frame starts the adaptive
-# stage cold; measured in benchmarks/JOURNAL.md "Frames".
+# Input bytes per frame (an independent archive: codec/frames.py). Each frame starts the adaptive
+# stage cold: halving the frame costs 0.2-0.9 % (benchmarks/JOURNAL.md, "Frames" and "Folders;
+# frames' size; a fresh bench"), which users with cores to spare may choose to pay.
 DEFAULT_FRAME_SIZE = 16 << 20
 FRAME_HELP = ("Input bytes per frame, an independent archive (whole blocks): -T N makes and decodes N frames at "
               "once. 0: one archive however long the input.")
