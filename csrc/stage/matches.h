@@ -111,7 +111,7 @@ struct MatchContexts {
 class Matches {
  public:
   Matches() = default;
-  explicit Matches(const Params& p) : prm_(p) {
+  explicit Matches(const Params& p) : prm_(p), recover_(p.has(RECOVER)), line_(p.has(LINE_MATCH)) {
     const u32 half = u32(1) << (P22_BITS - 1 + COUNT_BITS);
     if (p.match) {
       heads_.assign(size_t(1) << p.match_bits, 0);
@@ -126,7 +126,7 @@ class Matches {
   }
   int matchers() const { return matchers_; }
   // the inputs it gives each bit
-  int inputs() const { return 2 * matchers_ + 2 * prm_.has(RECOVER) + 2 * prm_.has(LINE_MATCH); }
+  int inputs() const { return 2 * matchers_ + 2 * recover_ + 2 * line_; }
   size_t bytes() const { return (heads_.size() + line_heads_.size()) * sizeof(u64); }
 
   Predictions predict(const Lane& L, size_t b, const Where& at, const History& h) const {
@@ -137,9 +137,9 @@ class Matches {
       e.band[m] = e.expect[m] < 0 ? 0 : std::min<int>(M.len < 16 ? M.len : 12 + ilog2(M.len), MATCH_BANDS - 1);
     }
     const Lane::Recovering& R = L.recover;
-    if (prm_.has(RECOVER) && R.miss > 0 && h.valid(R.ptr, at)) e.rexpect = h[R.ptr];
+    if (recover_ && R.miss > 0 && h.valid(R.ptr, at)) e.rexpect = h[R.ptr];
     e.rband = 1 + std::min(R.len, RECOVER_LENS - 1) * RECOVER_MISS_BANDS + std::min(R.miss, RECOVER_MISS_BANDS) - 1;
-    if (prm_.has(LINE_MATCH))
+    if (line_)
       for (int m = 0; m < LINE_MATCHERS; ++m) {
         const Lane::Match& LM = L.line_match[m];
         if (LM.len > 0 && h.valid(LM.ptr, at)) e.lexpect[m] = h[LM.ptr];
@@ -160,22 +160,22 @@ class Matches {
     int n = count;  // a local: x's stores cannot then alias it
     for (int m = 0; m < matchers_; ++m)
       cx.match[m] = byte_inputs(tb, match_map_[m], e.expect[m], size_t(e.band[m]), L.match[m].len, k, c0, x, n);
-    if (prm_.has(RECOVER)) cx.recover = byte_inputs(tb, recover_map_, e.rexpect, e.rband, L.recover.len, k, c0, x, n);
-    if (prm_.has(LINE_MATCH)) cx.line = byte_inputs(tb, line_map_, e.lbyte, e.lband, e.llen, k, c0, x, n);
+    if (recover_) cx.recover = byte_inputs(tb, recover_map_, e.rexpect, e.rband, L.recover.len, k, c0, x, n);
+    if (line_) cx.line = byte_inputs(tb, line_map_, e.lbyte, e.lband, e.llen, k, c0, x, n);
     count = n;
     return cx;
   }
   void update(const Tables& tb, const MatchContexts& cx, int y) {
     for (int m = 0; m < matchers_; ++m) match_map_[m].update(tb, cx.match[m], y, COUNT_LIMIT_MAX);
-    if (prm_.has(RECOVER)) recover_map_.update(tb, cx.recover, y, COUNT_LIMIT_MAX);
-    if (prm_.has(LINE_MATCH)) line_map_.update(tb, cx.line, y, COUNT_LIMIT_MAX);
+    if (recover_) recover_map_.update(tb, cx.recover, y, COUNT_LIMIT_MAX);
+    if (line_) line_map_.update(tb, cx.line, y, COUNT_LIMIT_MAX);
   }
 
   // the matches of lane b after its byte c at position pos (the lane and the history hold c)
   void after_byte(Lane& L, size_t b, const Where& at, const History& h, u64 pos, int c) {
-    if (prm_.has(LINE_MATCH)) line_match(L, b, at, h, pos, c);
+    if (line_) line_match(L, b, at, h, pos, c);
     if (!prm_.match) return;
-    if (prm_.has(RECOVER)) recover(L, at, h, c);
+    if (recover_) recover(L, at, h, c);
     for (Lane::Match& M : L.match) {  // a match goes on if it predicted this byte from known history
       if (M.len > 0 && h.valid(M.ptr, at) && h[M.ptr] == c) {
         M.len += M.len < 65535;
@@ -239,6 +239,7 @@ class Matches {
   }
 
   Params prm_{};
+  bool recover_ = false, line_ = false;  // RECOVER, LINE_MATCH
   int matchers_ = 0;  // match models: 0, 1, or 2 with LOCAL_MATCH
   std::vector<u64> heads_;  // position + 1 of the byte after each hashed context (both match models')
   StateMap match_map_[2];  // by the length band and the expected bit
