@@ -18,8 +18,9 @@ from pathlib import Path
 import torch
 
 import shazip
+from shazip.config import Config, get_config
 from shazip.format.container import Method
-from shazip.model import SHARNN, Config, get_config
+from shazip.model import SHARNN
 from shazip.modelfile import load_model, save_model
 
 ROOT = Path(__file__).resolve().parent.parent
