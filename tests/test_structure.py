@@ -206,3 +206,31 @@ def test_the_example_of_adding_a_model_applies_to_the_tree(tmp_path):
     assert {"csrc/stage/models.def", "tests/test_adaptive.py"} <= changed and len(changed) <= 4, changed
     p = subprocess.run(["git", "apply", "--check", str(patch)], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_the_scripts_import_what_the_package_has():
+    """The scripts beside the package (benchmarks, models, docs) are run by hand, not by the tests:
+    every name they import from shazip must exist, so a module moved or a name renamed fails
+    here rather than in the middle of a measurement."""
+    import importlib
+    import importlib.util
+
+    def found(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:  # a name under a module that is no package
+            return False
+
+    missing = []
+    scripts = [p for d in ("benchmarks", "models", "docs") for p in (ROOT / d).rglob("*.py")]
+    for p in scripts:
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "shazip":
+                module = importlib.import_module(node.module)
+                for a in node.names:
+                    if not hasattr(module, a.name) and not found(f"{node.module}.{a.name}"):
+                        missing.append(f"{p.relative_to(ROOT)}: {node.module}.{a.name}")
+            elif isinstance(node, ast.Import):
+                missing += [f"{p.relative_to(ROOT)}: {a.name}" for a in node.names
+                            if a.name.split(".")[0] == "shazip" and not found(a.name)]
+    assert scripts and not missing, missing
