@@ -226,6 +226,29 @@ def test_the_model_ahead_of_the_coder_changes_no_byte(trained, text, lanes, thre
         assert shazip.decompress(one, model=trained, threads=threads) == data
 
 
+
+@pytest.mark.parametrize("adapt", ["cm", "none"])
+def test_how_far_the_model_runs_ahead_changes_no_byte(trained, text, adapt):
+    """The model runs at most `ring` steps ahead of the coder (16 unless told): at any lead the
+    payload is the one coded without the model ahead, with the stage and with the model alone."""
+    from shazip.stage.adaptive import AdaptiveStage
+    data = text[:3000]
+
+    def coded(threads: int, **kw) -> tuple[bool, bytes]:
+        engine = IntEngine(trained, threads)
+        stage = AdaptiveStage(AdaptiveParams().fitted(len(data))).native if adapt == "cm" else None
+        job = core.load().Job(engine.model, engine.pool, len(data), 2, stage=stage, data=data, **kw)
+        while not job.done:
+            job.run(7)
+        return job.pipelined, job.result()
+
+    alone, payload = coded(1)
+    assert not alone
+    for ring in (1, 2, 5, 16):
+        assert coded(3, ring=ring) == (True, payload), ring
+    with pytest.raises(ValueError, match="at least one step"):
+        coded(3, ring=0)
+
 def test_stage_undoes_blocks_stored_another_way(trained, text):
     """The encoder's stage also saw the random block, which is then stored raw and never reaches
     the decoder's stage: the encoder must undo it, or the block after it would not decode."""

@@ -9,10 +9,11 @@
 namespace shazip::block {
 
 Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool,
-         std::unique_ptr<SymbolCoder> coder, i64 n, i64 lanes, const u8* data, bool measure)
-    : model_(std::move(model)), pool_(std::move(pool)), coder_(std::move(coder)), n_(n), lanes_(lanes),
+         std::unique_ptr<SymbolCoder> coder, i64 n, i64 lanes, const u8* data, bool measure, i64 ring)
+    : model_(std::move(model)), pool_(std::move(pool)), coder_(std::move(coder)), n_(n), lanes_(lanes), ring_(ring),
       encoding_(data != nullptr), measure_(measure) {
   require(n >= 0 && lanes >= 1 && (n == 0 || lanes <= n), "a block needs 1 to n lanes");
+  require(ring >= 1, "the model's ring needs at least one step");
   span_ = n ? (n + lanes - 1) / lanes : 0;
   active_ = lanes;
   grid_.assign(size_t(lanes * span_), 0);
@@ -23,7 +24,7 @@ Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> 
   if (model_) state_ = model_->new_state(lanes);
   if (encoding_ && model_ && pool_ && pool_->size() > lanes && n > 0) {
     model_pool_ = std::make_unique<ThreadPool>(int(lanes));  // lanes < the pool: the rest is the coder's
-    freq_.assign(size_t(RING_STEPS * lanes) * 256, 1);
+    freq_.assign(size_t(ring_ * lanes) * 256, 1);
   }
 }
 
@@ -45,13 +46,13 @@ i64 Job::run(i64 steps) {
 
 i64 Job::run_pipelined(i64 steps) {
   const i64 t0 = t_, t1 = std::min(span_, t_ + steps), row = lanes_ * 256;
-  std::vector<i64> active(size_t(RING_STEPS), 0);  // each ring slot's active lanes
+  std::vector<i64> active(size_t(ring_), 0);  // each ring slot's active lanes
   std::mutex mu;
   std::condition_variable cv;
   i64 made = t0, used = t0;  // steps whose rows are in the ring, and that the coder has coded
   bool stop = false;
   std::exception_ptr failed;
-  std::thread model([&] {  // the model, RING_STEPS steps ahead at most
+  std::thread model([&] {  // the model, ring_ steps ahead at most
     try {
       std::vector<u8> prev(size_t(lanes_), BOS);
       i64 k = active_;
@@ -60,13 +61,13 @@ i64 Job::run_pipelined(i64 steps) {
         for (i64 b = 0; b < k; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
         {
           std::unique_lock<std::mutex> lock(mu);
-          cv.wait(lock, [&] { return stop || made - used < RING_STEPS; });
+          cv.wait(lock, [&] { return stop || made - used < ring_; });
           if (stop) return;
         }
-        model_->step(*state_, prev.data(), k, &freq_[size_t((t % RING_STEPS) * row)], *model_pool_);
+        model_->step(*state_, prev.data(), k, &freq_[size_t((t % ring_) * row)], *model_pool_);
         {
           std::lock_guard<std::mutex> lock(mu);
-          active[size_t(t % RING_STEPS)] = k;
+          active[size_t(t % ring_)] = k;
           ++made;
         }
         cv.notify_all();
@@ -92,10 +93,10 @@ i64 Job::run_pipelined(i64 steps) {
         std::unique_lock<std::mutex> lock(mu);
         cv.wait(lock, [&] { return made > t_ || failed; });
         if (made <= t_) break;  // the model failed
-        active_ = active[size_t(t_ % RING_STEPS)];
+        active_ = active[size_t(t_ % ring_)];
       }
       const i64 k = active_;
-      const i64* f = &freq_[size_t((t_ % RING_STEPS) * row)];
+      const i64* f = &freq_[size_t((t_ % ring_) * row)];
       for (i64 b = 0; b < k; ++b) sym_[size_t(b)] = grid_[size_t(b * span_ + t_)];
       coder_->code(f, sym_.data(), k);
       if (measure_) count_model_bits(f, k);

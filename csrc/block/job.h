@@ -26,7 +26,7 @@
 namespace shazip::block {
 
 constexpr u8 BOS = 0;  // the "previous byte" fed to every lane at its start
-constexpr i64 RING_STEPS = 16;  // pipelined: how many steps' rows the model may run ahead
+constexpr i64 RING_STEPS = 16;  // pipelined: how many steps' rows the model may run ahead, by default
 
 // Codes one step's symbols of the k active lanes: an encoder reads sym, a decoder writes it.
 class SymbolCoder {
@@ -40,9 +40,10 @@ class SymbolCoder {
 class Job {
  public:
   // data: the block's bytes (encoding) or nullptr (decoding, n bytes to produce). model: nullptr
-  // for a stage without the NN input (its rows are then uniform and never read)
+  // for a stage without the NN input (its rows are then uniform and never read). ring: pipelined,
+  // how many steps' rows the model may run ahead (>= 1; the bytes do not depend on it)
   Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool, std::unique_ptr<SymbolCoder> coder,
-      i64 n, i64 lanes, const u8* data, bool measure);
+      i64 n, i64 lanes, const u8* data, bool measure, i64 ring = RING_STEPS);
   // Runs at most `steps` steps; returns the bytes coded by them (all lanes together).
   i64 run(i64 steps);
   // whether the model runs ahead of the coder (see above)
@@ -64,11 +65,11 @@ class Job {
   std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<SymbolCoder> coder_;
   std::unique_ptr<model::State> state_;
-  i64 n_, lanes_, span_, t_ = 0, active_;
+  i64 n_, lanes_, span_, t_ = 0, active_, ring_;
   bool encoding_, measure_;
   std::vector<u8> grid_;   // lane-major: lane b's bytes at [b * span, (b + 1) * span)
   std::vector<u8> prev_, sym_;
-  std::vector<i64> freq_;  // the step's rows; pipelined: a ring of RING_STEPS steps' rows
+  std::vector<i64> freq_;  // the step's rows; pipelined: a ring of ring_ steps' rows
   std::unique_ptr<ThreadPool> model_pool_;  // pipelined: the model's team (the rest of the pool but the coder's thread)
   double model_bits_ = 0.0;
 };
