@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import shazip
 from shazip.errors import ShazipError
-from shazip.format.container import FORMAT_VERSIONS, Method
+from shazip.format.container import Method
+from shazip.format.header import FORMAT_VERSIONS
 from shazip.modelfile import load_model
 from shazip.stage.adaptive import AdaptiveParams
 

@@ -27,9 +27,10 @@ from .errors import ArchiveError, CorruptArchive, ModelError, ShazipError, Unsup
 from .format import seektable
 from .format.chain import Chain
 from .format.container import (
-    ALL_METHODS, BLOCK_HEADER_BYTES, BOUND_HINT, COMPACT, MAGIC, OVERRUN, MAX_BLOCK_SIZE, MAX_HEADER, SKIP_MAGIC, ArchiveReader,
-    ArchiveWriter, Header, Method, Place, chained, first_unit, read_upto, record_length, verify_block,
+    ALL_METHODS, BLOCK_HEADER_BYTES, BOUND_HINT, OVERRUN, SKIP_MAGIC, ArchiveReader, ArchiveWriter, Method, Place,
+    first_unit, read_upto, record_length, verify_block,
 )
+from .format.header import COMPACT, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, Header, chained
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import (
     ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,

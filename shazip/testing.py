@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .format.container import COMPACT, ArchiveReader, Method, chained
+from .format.container import ArchiveReader, Method
+from .format.header import COMPACT, chained
 
 # ----------------------------------------------------------------------------------------------
 # Integer-engine tables

@@ -18,19 +18,8 @@ from shazip.errors import (
     Truncated,
     UnsupportedVersion,
 )
-from shazip.format.container import (
-    MAGIC,
-    MAX_HEADER,
-    MAX_BLOCK_SIZE,
-    ArchiveReader,
-    ArchiveWriter,
-    BlockHeader,
-    Header,
-    Method,
-    Trailer,
-    first_unit,
-    verify_block,
-)
+from shazip.format.container import ArchiveReader, ArchiveWriter, BlockHeader, Method, Trailer, first_unit, verify_block
+from shazip.format.header import MAGIC, MAX_HEADER, MAX_BLOCK_SIZE, Header
 from shazip.format.listing import describe
 
 HEADER = Header(

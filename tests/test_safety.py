@@ -267,7 +267,8 @@ def test_a_claim_no_payload_could_hold_is_refused_at_once():
     largest tables. Format 4's payload floor (every binary decision costs some bits) refuses it
     before anything is allocated or decoded."""
     from shazip.stage.adaptive import AdaptiveParams
-    from shazip.format.container import ArchiveWriter, Header, Method, _block_problem
+    from shazip.format.container import ArchiveWriter, Method, _block_problem
+    from shazip.format.header import Header
     header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=1 << 28,
                     lanes=1024, adapt_version=1, adapt_params=AdaptiveParams().pack())
     assert header.format_version == 4
@@ -289,7 +290,8 @@ def test_every_format_bounds_the_work_a_block_claims(version):
     """Issue 45's 56-byte archive in an older format (a header's version byte is the writer's
     word): the payload floor applies to formats 1-3 too, so it is refused at once."""
     from shazip.stage.adaptive import AdaptiveParams
-    from shazip.format.container import Header, Method
+    from shazip.format.container import Method
+    from shazip.format.header import Header
     staged = version > 1
     header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=1 << 28,
                     lanes=1024, adapt_version=1 if staged else 0, adapt_params=AdaptiveParams().pack() if staged else b"",
@@ -345,7 +347,8 @@ def test_a_cut_payload_stops_when_its_bytes_run_out(trained, text):
 
 
 def test_format_4_has_no_model_blocks(trained):
-    from shazip.format.container import ArchiveWriter, Header, Method
+    from shazip.format.container import ArchiveWriter, Method
+    from shazip.format.header import Header
     header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=100,
                     lanes=1, adapt_version=1, adapt_params=b"")
     with pytest.raises(ValueError, match="method model"):

@@ -1,16 +1,8 @@
-"""The `.shz` archive container: byte layout only, no compression.
+"""The `.shz` archive container: an archive's records, written and read; byte layout only, no
+compression. The header (its two layouts) is header.py's.
 
     archive = header, block*, trailer                     (formats 1, 2; format 3 with several blocks)
             | header with the one block's fields, payload (format 3 "solo": a single block)
-    header 1/2 = "SHZ\\x89" | format_version u8 | engine u8 | engine_version u8 | threads u8 |
-              model_id 32B | name_len u8 | model_name | block_size u32 | lanes u16 |
-              [format 2: adapt_version u8 | params_len u8 | adapt_params] | header_crc u32
-    header 3/4 = "SHZ\\x89" | 3 or 4 | flags u8 (SOLO 1, NAME 2, solo method << 2; format 4: EMPTY 16,
-              MORE 32, FRAME 64) | engine u8 (id << 4 | version) | model_id 8B |
-              [NAME: name_len u8 | model_name] | adapt_version u8 | params_len u8 | adapt_params |
-              [FRAME: index v | output_id u32 | link u32] |
-              [SOLO: lanes v | orig_len - 1 v | payload_len v | data_crc u32
-               EMPTY: nothing; else: block_size v | lanes v] | header_crc u32   (v: LEB128 varint)
     block   = 0xB1 | index u32 | method u8 | lanes u16 | orig_len u32 | payload_len u32 |
               data_crc u32 | bh_crc u32 | payload
     trailer = 0xE0 (format 4: 0xE1, more frames of the output follow) | n_blocks u32 | total_len u64 |
@@ -18,21 +10,17 @@
 
 All fixed-width integers are little-endian, every crc is zlib.crc32. The block count and total
 length live in a trailer (not an up-front table) so an archive can be written to a pipe with
-bounded memory. Format 3 (archives with the adaptive stage) cuts what a small file pays: the
-model is named by the first 8 bytes of its sha256 (every block's crc still proves the decode),
-the model's name only when it is not a bundled one, and an input of one block is framed in the
-header itself (38 bytes in all for a 4 KB file, 40 at most, against 108 in format 2). The codec chooses
-each block's method and payload; this module only frames, checks and unframes them. Every
-length read from an archive is checked against limits before that many bytes are read, so a
-hostile archive can neither force a huge allocation nor make the reader hang.
-See docs/format.md for the full specification.
+bounded memory. The codec chooses each block's method and payload; this module only frames,
+checks and unframes them. Every length read from an archive is checked against limits before
+that many bytes are read, so a hostile archive can neither force a huge allocation nor make the
+reader hang. See docs/format.md for the full specification.
 """
 
 import enum
 import struct
 import zlib
 from dataclasses import dataclass, replace
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Iterator
 
 from shazip.errors import (
     ArchiveError,
@@ -43,17 +31,14 @@ from shazip.errors import (
     UnsupportedVersion,
 )
 
-MAGIC: bytes = b"SHZ\x89"
+from .header import (
+    COMPACT, FORMAT_VERSIONS, MAGIC, MAX_HEADER, Header, NeedMore, Parsed, Solo, chained, parse, take_from, with_crc,
+)
+
 # A skippable frame ("SHZ\x8a" | length u32 | content) may follow any archive of a stream; every
 # reader passes over it unread. shazip writes one, the seek table (seektable.py), after the last
 # frame of a framed output; whatever else one holds is for other tools.
 SKIP_MAGIC: bytes = b"SHZ\x8a"
-# Format 1 (shazip 0.3) has no adaptive stage; format 2 added its version and parameters to the
-# header; format 3 is format 2 made compact; format 4 (written for every archive with the stage)
-# is format 3 with its checksums chained (`chained`). Archives without the stage are still
-# written as format 1, byte for byte as 0.3 did.
-FORMAT_VERSIONS = (1, 2, 3, 4)
-COMPACT = (3, 4)  # the formats with format 3's layout
 # Every format bounds the work a block may ask for (formats 1-3 since shazip 0.21, so that no header
 # version lets a small file claim hours of decoding). Mixed payloads' coder drops at most 5 trailing
 # zero bytes (csrc/coder/binary.h, MAX_TRIM) and the categorical coder's seal leaves its decoder
@@ -71,15 +56,13 @@ OVERRUN = 8
 BOUND_HINT = ("; an archive of shazip 0.4-0.7 (format 2 or 3) whose block ends in a long run of 0xFF bytes can "
               "meet this bound: shazip 0.20 decodes it")
 FLOOR_RATIO, FLOOR_SLACK = 1 << 16, 16
-MAX_BLOCK_SIZE = 1 << 28
 # What a file that is not ours may be, by its first bytes: named in the error, as a hint.
 OTHER_FORMATS = ((b"\x1f\x8b", "gzip"), (b"\xfd7zX", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"),
-                 (b"PK\x03\x04", "zip"), (b"7z\xbc\xaf", "7-Zip"), (b"7kSt", "zpaq"), (b"zPQ", "zpaq"))  # largest block_size accepted in a header
+                 (b"PK\x03\x04", "zip"), (b"7z\xbc\xaf", "7-Zip"), (b"7kSt", "zpaq"), (b"zPQ", "zpaq"))
 
 _TAG_BLOCK = 0xB1
 _TAG_TRAILER = 0xE0
 _TAG_MORE = 0xE1  # format 4: the trailer of a frame that more frames of its output follow
-_MODEL_ID_LEN = 32
 # The seek table's tag (its skippable frame's last bytes, seektable.py); a skippable frame of at most
 # MAX_TABLE bytes (a table of 4 Mi frames) that ends with it is kept by readers, to be checked.
 TABLE_TAG = b"SHZ\x8b"
@@ -88,19 +71,6 @@ _U16_MAX = 0xFFFF
 _U32_MAX = 0xFFFFFFFF
 _READ_CHUNK = 1 << 20  # memory grows with bytes actually received, not with declared lengths
 
-# magic, format_version, engine, engine_version, threads, model_id, name_len
-_HEADER_HEAD = struct.Struct("<4sBBBB32sB")
-_HEADER_TAIL = struct.Struct("<IH")  # block_size, lanes
-_SHORT_ID_LEN = 8  # format 3: the model id's first bytes
-_SOLO, _NAME, _METHOD_BITS = 1, 2, 12  # format 3 flags: bits 2-3 hold a solo block's method
-_EMPTY = 16  # format 4: the archive holds nothing (no block fields, no blocks, no trailer)
-# Format 4 frames (docs/format.md, "Frames"): MORE, on a one-block archive, says more frames of its
-# output follow (an archive of several blocks says it with its trailer's tag); FRAME marks a
-# frame after an output's first, whose header holds its index, the output's id and the link to
-# the frame before it.
-_MORE, _FRAME = 32, 64
-_FRAME_IDS = struct.Struct("<II")  # output_id, link
-_VARINT_MAX = 5  # bytes of the longest varint a field may take (payload_len < 2**35)
 # tag, index, method, lanes, orig_len, payload_len, data_crc (bh_crc follows)
 _BLOCK_HEADER = struct.Struct("<BIBHIII")
 _TRAILER = struct.Struct("<BIQ")  # tag, n_blocks, total_len (tr_crc follows)
@@ -121,220 +91,12 @@ ALL_METHODS = frozenset(Method)
 _METHOD_VALUES = frozenset(m.value for m in Method)
 
 
-def _with_crc(body: bytes, seed: int = 0) -> bytes:
-    return body + _CRC.pack(zlib.crc32(body, seed))
-
-
-def chained(format_version: int) -> bool:
-    """Format 4 chains its checksums: each block header's crc and the trailer's start from the
-    crc of the record before them (the header's for the first), so a record belongs to one
-    archive at one place. Each block header holds its data's crc, so the chain covers the
-    content before it too: a block spliced in from another archive, or moved, fails at its own
-    header or at the next record, before its payload is decoded. (Formats 1-3 start every crc
-    from 0.)"""
-    return format_version >= 4
-
-
-def _check_range(name: str, value: int, lo: int, hi: int) -> None:
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be in {lo}..{hi}, got {value}")
-
-
-@dataclass(frozen=True)
-class Header:
-    """Archive-wide parameters the decoder needs before the first block.
-
-    engine/engine_version/threads are opaque here: the codec decides whether it can decode them.
-    """
-
-    engine: int
-    engine_version: int
-    threads: int
-    model_id: bytes  # sha256 of the model file, 32 bytes
-    model_name: str  # <= 255 utf-8 bytes
-    block_size: int  # 1..MAX_BLOCK_SIZE
-    lanes: int  # 1..65535
-    adapt_version: int = 0  # 0: no adaptive stage (format 1, or 4 with the int8 engine)
-    adapt_params: bytes = b""  # the stage's parameters, <= 255 bytes, opaque here
-    format_version: int = 0  # 0: the format written today for these fields (4; 1 for the float32 engine)
-    # format 4, the frames after the first of an output (docs/format.md, "Frames"): the frame's
-    # index (0: an output's first frame, or its only one), the output's id (the crc of its first
-    # block's data) and the crc of the previous frame's data
-    frame_index: int = 0
-    output_id: int = 0
-    link: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.format_version:  # format 4 has no room for a thread count, which float32 needs
-            object.__setattr__(self, "format_version", 4 if self.adapt_version or not self.threads else 1)
-
-    def pack(self, solo: "BlockHeader | None" = None, empty: bool = False, more: bool = False) -> bytes:
-        """Serialize (formats 3, 4: with the fields of the archive's only block, if `solo`;
-        format 4: as the whole of an archive of nothing, if `empty`; format 4, `solo`: `more`,
-        frames of this output follow); a field that cannot be represented is a programmer error
-        (ValueError)."""
-        if empty and (self.format_version != 4 or solo is not None or more):
-            raise ValueError("only format 4 writes an empty archive as its header alone, and only as a whole output")
-        if (self.frame_index or more) and not chained(self.format_version):
-            raise ValueError(f"format {self.format_version} has no frame fields")
-        if more and solo is None:
-            raise ValueError("the trailer, not the header, says more frames follow an archive of several blocks")
-        if self.format_version in COMPACT:
-            return self._pack3(solo, empty, more)
-        if solo is not None:
-            raise ValueError(f"format {self.format_version} has no single-block layout")
-        _check_range("engine", self.engine, 0, 255)
-        _check_range("engine_version", self.engine_version, 0, 255)
-        _check_range("threads", self.threads, 0, 255)
-        if not isinstance(self.model_id, bytes) or len(self.model_id) != _MODEL_ID_LEN:
-            raise ValueError(f"model_id must be {_MODEL_ID_LEN} bytes")
-        name = self.model_name.encode("utf-8")
-        _check_range("model_name length in utf-8 bytes", len(name), 0, 255)
-        _check_range("block_size", self.block_size, 1, MAX_BLOCK_SIZE)
-        _check_range("lanes", self.lanes, 1, _U16_MAX)
-        _check_range("adapt_version", self.adapt_version, 0, 255)
-        _check_range("adapt_params length", len(self.adapt_params), 0, 255)
-        if not self.adapt_version and self.adapt_params:
-            raise ValueError("adapt_params without an adaptive stage")
-        if (self.format_version == 2) != bool(self.adapt_version):
-            raise ValueError(f"format {self.format_version} with adapt_version {self.adapt_version}")
-        head = _HEADER_HEAD.pack(
-            MAGIC, self.format_version, self.engine, self.engine_version, self.threads,
-            self.model_id, len(name),
-        )
-        tail = _HEADER_TAIL.pack(self.block_size, self.lanes)
-        if self.adapt_version:
-            tail += bytes([self.adapt_version, len(self.adapt_params)]) + self.adapt_params
-        return _with_crc(head + name + tail)
-
-    def _pack3(self, solo: "BlockHeader | None", empty: bool, more: bool) -> bytes:
-        _check_range("engine", self.engine, 0, 15)
-        _check_range("engine_version", self.engine_version, 0, 15)
-        _check_range("threads", self.threads, 0, 0)
-        _check_range("adapt_version", self.adapt_version, 0 if self.format_version == 4 else 1, 255)
-        if not self.adapt_version and self.adapt_params:
-            raise ValueError("adapt_params without an adaptive stage")
-        _check_range("adapt_params length", len(self.adapt_params), 0, 255)
-        _check_range("block_size", self.block_size, 1, MAX_BLOCK_SIZE)
-        _check_range("lanes", self.lanes, 1, _U16_MAX)
-        if not isinstance(self.model_id, bytes) or len(self.model_id) not in (_SHORT_ID_LEN, _MODEL_ID_LEN):
-            raise ValueError(f"model_id must be {_MODEL_ID_LEN} (or its first {_SHORT_ID_LEN}) bytes")
-        name = self.model_name.encode("utf-8")
-        _check_range("model_name length in utf-8 bytes", len(name), 0, 255)
-        _check_range("frame_index", self.frame_index, 0, _U32_MAX)
-        _check_range("output_id", self.output_id, 0, _U32_MAX)
-        _check_range("link", self.link, 0, _U32_MAX)
-        if empty and self.frame_index:
-            raise ValueError("an empty archive is a whole output, never a later frame")
-        flags = ((_SOLO | solo.method << 2 if solo is not None else 0) | (_NAME if name else 0) | (_EMPTY if empty else 0)
-                 | (_MORE if more else 0) | (_FRAME if self.frame_index else 0))
-        out = MAGIC + bytes([self.format_version, flags, self.engine << 4 | self.engine_version])
-        out += self.model_id[:_SHORT_ID_LEN]
-        if name:
-            out += bytes([len(name)]) + name
-        out += bytes([self.adapt_version, len(self.adapt_params)]) + self.adapt_params
-        if self.frame_index:
-            out += _varint(self.frame_index) + _FRAME_IDS.pack(self.output_id, self.link)
-        if empty:
-            pass
-        elif solo is None:
-            out += _varint(self.block_size) + _varint(self.lanes)
-        else:  # orig_len >= 1: less one, a full default block (2 MiB) still takes 3 bytes
-            out += _varint(solo.lanes) + _varint(solo.orig_len - 1) + _varint(solo.payload_len)
-            out += _CRC.pack(solo.data_crc)
-        return _with_crc(out)
-
 
 def skippable(content: bytes) -> bytes:
     """A skippable frame holding `content`, which readers of archives pass over."""
     if len(content) > _U32_MAX:
         raise ValueError("a skippable frame holds at most 4 GiB")
     return SKIP_MAGIC + _SKIP_LEN.pack(len(content)) + content
-
-
-def _varint(n: int) -> bytes:
-    """LEB128: 7 bits a byte, least significant first, the high bit set on all but the last."""
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-class _NeedMore(Exception):
-    """The bytes at hand end inside the header (first_unit: wait for more)."""
-
-
-def _parse_header3(take: Callable[[int], bytes],
-                   version: int) -> tuple[Header, "BlockHeader | None", int, int, bool, bool]:
-    """A format 3 or 4 header after its magic and version byte, pulled through `take(n)` (which
-    returns exactly n bytes or raises): the header, the solo block's fields if any, the
-    header's length, its crc, whether it is the whole of an empty archive, and whether (a solo
-    archive) more frames of its output follow. The crc is checked before any field is trusted."""
-    raw = bytearray(MAGIC + bytes([version]))
-
-    def get(n: int) -> bytes:
-        b = take(n)
-        raw.extend(b)
-        return b
-
-    def varint() -> int:
-        n = 0
-        for i in range(_VARINT_MAX):
-            byte = get(1)[0]
-            n |= (byte & 0x7F) << 7 * i
-            if not byte & 0x80:
-                if byte == 0 and i:
-                    raise CorruptArchive("header has a varint that is not in its shortest form")
-                return n
-        raise CorruptArchive("header has a varint that is too long")
-
-    flags, engine = get(2)
-    model_id = get(_SHORT_ID_LEN)
-    name = get(get(1)[0]) if flags & _NAME else b""
-    adapt_version, params_len = get(2)
-    params = get(params_len)
-    framed = chained(version) and flags & _FRAME
-    frame_index = varint() if framed else 0
-    output_id, link = _FRAME_IDS.unpack(get(_FRAME_IDS.size)) if framed else (0, 0)
-    empty = version == 4 and flags & ~_NAME == _EMPTY
-    if flags & _SOLO:
-        method, lanes, orig_len, payload_len = flags >> 2 & 3, varint(), varint() + 1, varint()
-        (data_crc,) = _CRC.unpack(get(_CRC.size))
-        block_size = orig_len
-    elif empty:
-        block_size, lanes = 1, 1  # nothing is coded: no block fields
-    else:
-        block_size, lanes = varint(), varint()
-    (crc,) = _CRC.unpack(take(_CRC.size))
-    if zlib.crc32(raw) != crc:
-        raise CorruptArchive("header checksum mismatch")
-    known = _SOLO | _NAME | (_METHOD_BITS | (_MORE if chained(version) else 0) if flags & _SOLO else 0)
-    if flags & ~(known | (_EMPTY if empty else 0) | (_FRAME if framed else 0)):
-        raise CorruptArchive(f"header has unknown flags 0x{flags:02x}")
-    if framed and not frame_index:
-        raise CorruptArchive("header marks a later frame but gives index 0")
-    if not adapt_version and (version == 3 or params):
-        raise CorruptArchive(f"format {version} header without an adaptive stage" + (" but with its parameters"
-                                                                                     if params else ""))
-    try:
-        model_name = name.decode("utf-8")
-    except UnicodeDecodeError:
-        raise CorruptArchive("header model name is not valid utf-8") from None
-    if not 1 <= block_size <= MAX_BLOCK_SIZE:
-        raise CorruptArchive(f"header block size {block_size} is outside 1..{MAX_BLOCK_SIZE}")
-    if not 1 <= lanes <= _U16_MAX:
-        raise CorruptArchive(f"header declares {lanes} lanes (must be 1..{_U16_MAX})")
-    header = Header(engine >> 4, engine & 15, 0, bytes(model_id), model_name, block_size, lanes, adapt_version,
-                    bytes(params), version, frame_index, output_id, link)
-    solo = None
-    if flags & _SOLO:
-        problem = _block_problem(0, header, 0, method, lanes, orig_len, payload_len)
-        if problem:
-            raise CorruptArchive(problem)
-        solo = BlockHeader(0, Method(method), lanes, orig_len, payload_len, data_crc)
-    return header, solo, len(raw) + _CRC.size, crc, empty, bool(flags & _MORE)
 
 
 @dataclass(frozen=True)
@@ -363,10 +125,26 @@ class BlockHeader:
     data_crc: int
 
     def pack(self, seed: int = 0) -> bytes:
-        return _with_crc(_BLOCK_HEADER.pack(
+        return with_crc(_BLOCK_HEADER.pack(
             _TAG_BLOCK, self.index, self.method, self.lanes,
             self.orig_len, self.payload_len, self.data_crc,
         ), seed)
+
+
+def _solo_of(bh: BlockHeader) -> Solo:
+    """The fields of an archive's only block, as its header holds them."""
+    return Solo(bh.method, bh.lanes, bh.orig_len, bh.payload_len, bh.data_crc)
+
+
+def _solo_block(parsed: Parsed) -> BlockHeader | None:
+    """The only block that a header holds, checked as every block header is (CorruptArchive)."""
+    s = parsed.solo
+    if s is None:
+        return None
+    problem = _block_problem(0, parsed.header, 0, s.method, s.lanes, s.orig_len, s.payload_len)
+    if problem:
+        raise CorruptArchive(problem)
+    return BlockHeader(0, Method(s.method), s.lanes, s.orig_len, s.payload_len, s.data_crc)
 
 
 @dataclass(frozen=True)
@@ -379,7 +157,7 @@ class Trailer:
     more: bool = False
 
     def pack(self, seed: int = 0) -> bytes:
-        return _with_crc(_TRAILER.pack(_TAG_MORE if self.more else _TAG_TRAILER, self.n_blocks, self.total_len), seed)
+        return with_crc(_TRAILER.pack(_TAG_MORE if self.more else _TAG_TRAILER, self.n_blocks, self.total_len), seed)
 
 
 def max_payload(method: int, orig_len: int) -> int:
@@ -509,7 +287,7 @@ class ArchiveWriter:
             self._held = None
             if solo and bh.method in (Method.RAW, Method.ZSTD):
                 self._unstaged()
-            self._record(self.header.pack(solo=bh if solo else None, more=more))
+            self._record(self.header.pack(solo=_solo_of(bh) if solo else None, more=more))
             if not solo:
                 self._record(bh.pack(self._chain))
             self._write(payload)
@@ -540,7 +318,6 @@ class ArchiveWriter:
 
 BLOCK_HEADER_BYTES = _BLOCK_HEADER.size + _CRC.size
 TRAILER_BYTES = _TRAILER.size + _CRC.size
-MAX_HEADER = _HEADER_HEAD.size + 255 + _HEADER_TAIL.size + 2 + 255 + _CRC.size  # formats 3's are shorter
 
 
 def _scan(prefix: bytes) -> tuple[int, int | None] | None:
@@ -552,23 +329,15 @@ def _scan(prefix: bytes) -> tuple[int, int | None] | None:
         return None if MAGIC.startswith(prefix[:len(MAGIC)]) else (len(MAGIC), 0)
     if prefix[:len(MAGIC)] != MAGIC or prefix[4] not in FORMAT_VERSIONS:
         return len(MAGIC) + 1, 0
-    if prefix[4] in COMPACT:
-        pos = [len(MAGIC) + 1]
-        try:
-            _, solo, n, _, empty, _ = _parse_header3(lambda k: _take(prefix, pos, k), prefix[4])
-        except _NeedMore:
-            return None
-        except CorruptArchive:
-            return pos[0], 0
-        return n, solo.payload_len if solo else (0 if empty else None)
-    if len(prefix) < _HEADER_HEAD.size:
+    pos = [len(MAGIC) + 1]
+    try:
+        parsed = parse(take_from(prefix, pos), prefix[4])
+        solo = _solo_block(parsed)
+    except NeedMore:
         return None
-    n = _HEADER_HEAD.size + prefix[_HEADER_HEAD.size - 1] + _HEADER_TAIL.size
-    if prefix[4] == 2:
-        if len(prefix) < n + 2:
-            return None
-        n += 2 + prefix[n + 1]
-    return n + _CRC.size, None
+    except CorruptArchive:
+        return pos[0], 0
+    return parsed.length, solo.payload_len if solo else (0 if parsed.empty else None)
 
 
 def first_unit(prefix: bytes) -> tuple[int, bool] | None:
@@ -701,40 +470,14 @@ class ArchiveReader:
                 f"archive format version {version} is not supported "
                 f"(this shazip reads versions {', '.join(map(str, FORMAT_VERSIONS))})"
             )
-        if version in COMPACT:
-            header, self._solo, _, crc, self._empty, more = _parse_header3(lambda n: self._read(n, "reading header"),
-                                                                           version)
-            self._chain = crc if chained(version) else 0
-            if self._solo is not None:
-                self.more, self._first_crc = more, self._solo.data_crc
-            elif self._empty:
-                self.more = False
-            return header
-        head = magic + bytes([version]) + self._read(_HEADER_HEAD.size - 5, "reading header")
-        _, _, engine, engine_version, threads, model_id, name_len = _HEADER_HEAD.unpack(head)
-        name = self._read(name_len, "reading header")
-        tail = self._read(_HEADER_TAIL.size, "reading header")
-        adapt_version, adapt_params = 0, b""
-        if version == 2:
-            adapt = self._read(2, "reading header")
-            adapt_version, adapt_params = adapt[0], self._read(adapt[1], "reading header")
-            tail += adapt + adapt_params
-        (crc,) = _CRC.unpack(self._read(_CRC.size, "reading header"))
-        if zlib.crc32(head + name + tail) != crc:
-            raise CorruptArchive("header checksum mismatch")
-        block_size, lanes = _HEADER_TAIL.unpack(tail[:_HEADER_TAIL.size])
-        if version == 2 and adapt_version == 0:
-            raise CorruptArchive("format 2 header without an adaptive stage")
-        if not 1 <= block_size <= MAX_BLOCK_SIZE:
-            raise CorruptArchive(f"header block size {block_size} is outside 1..{MAX_BLOCK_SIZE}")
-        if lanes < 1:
-            raise CorruptArchive("header declares 0 lanes")
-        try:
-            model_name = name.decode("utf-8")
-        except UnicodeDecodeError:
-            raise CorruptArchive("header model name is not valid utf-8") from None
-        return Header(engine, engine_version, threads, model_id, model_name, block_size, lanes,
-                      adapt_version, adapt_params, version)
+        parsed = parse(lambda n: self._read(n, "reading header"), version)
+        self._solo, self._empty = _solo_block(parsed), parsed.empty
+        self._chain = parsed.crc if chained(version) else 0
+        if self._solo is not None:
+            self.more, self._first_crc = parsed.more, self._solo.data_crc
+        elif self._empty:
+            self.more = False
+        return parsed.header
 
     def place(self) -> "Place":
         """Where this archive stands in its output: what its header says, and once known (the
@@ -863,14 +606,6 @@ def frame_ends(src: BinaryIO, start: int, end: int) -> Ends | None:
         return None  # (format 4's crc needs the chain of every record before it: the decoder checks it)
     reader.more = raw[0] == _TAG_MORE
     return Ends(_TRAILER.unpack(body)[2], reader.place())
-
-
-def _take(buf: bytes, pos: list[int], n: int) -> bytes:
-    """n bytes of buf from pos[0] on (advancing it), or _NeedMore."""
-    if pos[0] + n > len(buf):
-        raise _NeedMore
-    pos[0] += n
-    return buf[pos[0] - n:pos[0]]
 
 
 def verify_block(bh: BlockHeader, original: bytes) -> None:
