@@ -1,4 +1,5 @@
-"""Builds shazip's native core (csrc/, one extension module: shazip._core) at install time.
+"""Builds shazip's native core (csrc/: the extension module shazip._core) at install time, and
+beside it shazip._testing (csrc/testing/: the stage's components alone, for tests only).
 
 Everything else is in pyproject.toml. The core is compiled for plain x86-64 (or the host's
 baseline elsewhere); its SIMD paths are compiled in their own files with `#pragma GCC target`
@@ -12,17 +13,20 @@ from setuptools import setup
 
 ParallelCompile("SHAZIP_BUILD_JOBS", default=0).install()  # 0: every core
 
-core = Pybind11Extension(
-    "shazip._core",
-    sorted(glob("csrc/**/*.cpp", recursive=True)),
-    include_dirs=["csrc"],
-    depends=sorted(glob("csrc/**/*.h", recursive=True) + glob("csrc/**/*.def", recursive=True)),  # a changed header rebuilds the core
-    cxx_std=17,
+HEADERS = sorted(glob("csrc/**/*.h", recursive=True) + glob("csrc/**/*.def", recursive=True))  # a changed one rebuilds
+TESTING = sorted(glob("csrc/testing/*.cpp"))
+
+
+def extension(name: str, sources: list[str]) -> Pybind11Extension:
     # Integer arithmetic only (see shazip/numerics.py): no flag here can change a result. -g0:
     # Python's own CFLAGS ask for debug information, which would make the module 5x larger.
-    extra_compile_args=["-O3", "-g0", "-fno-math-errno", "-fno-trapping-math", "-pthread"],
-    extra_link_args=["-pthread"],
-)
+    return Pybind11Extension(name, sources, include_dirs=["csrc"], depends=HEADERS, cxx_std=17,
+                             extra_compile_args=["-O3", "-g0", "-fno-math-errno", "-fno-trapping-math", "-pthread"],
+                             extra_link_args=["-pthread"])
+
+
+core = extension("shazip._core", [f for f in sorted(glob("csrc/**/*.cpp", recursive=True)) if f not in TESTING])
+testing = extension("shazip._testing", TESTING)
 
 # build_ext builds this first and links it into the core; its symbols stay hidden in the module.
 # Its own name: as plain "zstd", -lzstd would link a system libzstd.so where libzstd-dev is
@@ -42,4 +46,4 @@ class BuildExt(build_ext):
         super().run()
 
 
-setup(ext_modules=[core], libraries=[zstd], cmdclass={"build_ext": BuildExt})
+setup(ext_modules=[core, testing], libraries=[zstd], cmdclass={"build_ext": BuildExt})

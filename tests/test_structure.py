@@ -234,3 +234,15 @@ def test_the_scripts_import_what_the_package_has():
                 missing += [f"{p.relative_to(ROOT)}: {a.name}" for a in node.names
                             if a.name.split(".")[0] == "shazip" and not found(a.name)]
     assert scripts and not missing, missing
+
+
+def test_the_core_holds_no_test_hooks():
+    """shazip._core holds what the package uses; the stage's components alone, for tests, are an
+    extension of their own (shazip._testing), which works on the stages the core makes."""
+    from shazip import core
+    from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
+    module, hooks = core.load(), core.testing()
+    assert not hasattr(module, "testing")
+    assert not set(dir(hooks)) & {n for n in dir(module) if not n.startswith("__")}
+    stage = AdaptiveStage(AdaptiveParams()).native
+    assert hooks.bit_history(stage, 0)[2:] != [0, 0]  # state 0's successors: a bit seen
