@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--lanes", type=int, default=64)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--kernels", default="auto", help="kernel path (auto, portable, avx2, avx512vnni)")
+    ap.add_argument("--kernels", default="auto", help="kernel path: auto, or one of those the core runs here (shazip._core.available_kernels())")
     ap.add_argument("--shape", action="append", type=shape, help="DxLxBxM: time this shape (repeatable)")
     args = ap.parse_args()
     for cfg in args.shape or [shape(f"{args.d_model}x{args.layers}x{args.boom}x{args.mem}")]:

@@ -74,7 +74,7 @@ def assert_same(got: torch.Tensor, want: torch.Tensor) -> None:
 
 def test_paths_listed():
     assert PATHS[0] == "portable" and len(set(PATHS)) == len(PATHS)
-    assert set(PATHS) <= {"portable", "avx2", "avx512vnni"}
+    assert set(PATHS) <= {"portable", "avx2", "avx512vnni", "amx"}
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -108,13 +108,15 @@ def test_odd_widths_equal_twin(path, d):
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_production_shape_equals_twin(path):
-    """d_model 256, d_boom 1024 (the bundled model's shape) with a short ring that wraps."""
+@pytest.mark.parametrize("lanes", [9, 40])
+def test_production_shape_equals_twin(path, lanes):
+    """d_model 256, d_boom 1024 (the bundled model's shape) with a short ring that wraps; 40 lanes
+    fill whole matmul tiles of 16 and 32 rows and end in a part of one."""
     name = ("random", 256, 1024, 24, 5)
     model = core.model(weights(name), path)
-    want = twin(name, 9, 40)
-    assert_same(run_core(model, 9, 40), want)
-    assert_same(run_core(model, 9, 40, threads=2), want)
+    want = twin(name, lanes, 40)
+    assert_same(run_core(model, lanes, 40), want)
+    assert_same(run_core(model, lanes, 40, threads=2), want)
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -266,7 +268,7 @@ def test_unknown_or_unavailable_path_is_refused(monkeypatch):
     monkeypatch.delenv("SHAZIP_KERNELS")
     with pytest.raises(ValueError, match="kernels=sse9: no such kernel path"):
         core.model(trained_weights(), "sse9")
-    missing = [p for p in ("avx2", "avx512vnni") if p not in PATHS]
+    missing = [p for p in ("avx2", "avx512vnni", "amx") if p not in PATHS]
     for p in missing:  # a path this CPU lacks (or, off x86-64, that this build lacks)
         with pytest.raises(ValueError, match=f"{p}"):
             core.model(trained_weights(), p)

@@ -93,8 +93,10 @@ def twin_gemm(a: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("rows,K,N", [(1, 256, 1024), (5, 256, 256), (3, 7, 9), (2, 33, 17), (7, 64, 48),
-                                      (4, 1, 1), (9, 130, 40)])
+                                      (4, 1, 1), (9, 130, 40), (32, 256, 1024), (48, 128, 48), (17, 320, 33),
+                                      (65, 64, 16)])
 def test_gemm_equals_integers(path, rows, K, N):
+    """Odd shapes for every tail; whole tiles (AMX: 16 rows x 64 K x 16 columns) and their tails."""
     rng = np.random.default_rng(rows * 1000 + K + N)
     a = rng.integers(-127, 128, (rows, K)).astype(np.int8)
     w = rng.integers(-127, 128, (K, N)).astype(np.int8)

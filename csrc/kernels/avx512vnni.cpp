@@ -47,7 +47,7 @@ static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __re
 }
 
 #include "kernels/generic.h"
-#include "kernels/norm256.h"
+#include "kernels/norm512.h"
 
 static inline i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
 static inline i32 load_i32(const u8* p) {

@@ -5,6 +5,12 @@
 
 #include "kernels/kernels.h"
 
+#if defined(SHAZIP_KERNELS_AMX)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace shazip::kernels {
 
 namespace portable {
@@ -12,6 +18,11 @@ extern const Kernels table;
 }
 #if defined(__x86_64__) || defined(SHAZIP_EMULATE_AVX512)
 namespace avx512vnni {
+extern const Kernels table;
+}
+#endif
+#if defined(SHAZIP_KERNELS_AMX)
+namespace amx {
 extern const Kernels table;
 }
 #endif
@@ -47,6 +58,23 @@ bool has_avx512vnni() {
 }
 #endif
 
+#if defined(SHAZIP_KERNELS_AMX)
+// AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25), and Linux's leave to use the tiles'
+// 8 KB of state (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA, Linux 5.16 and later; a kernel or
+// hypervisor without it refuses, and the path is not offered). Asked once; the leave holds for
+// every thread of the process.
+bool has_amx() {
+  static const bool ok = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!has_avx512vnni() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (((d >> 24) & 1) == 0 || ((d >> 25) & 1) == 0) return false;
+    constexpr long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+  }();
+  return ok;
+}
+#endif
+
 bool always() { return true; }
 
 // slowest first
@@ -58,6 +86,9 @@ const std::vector<Path>& paths() {
 #endif
 #if defined(__x86_64__) || defined(SHAZIP_EMULATE_AVX512)
       {&avx512vnni::table, has_avx512vnni},
+#endif
+#if defined(SHAZIP_KERNELS_AMX)
+      {&amx::table, has_amx},
 #endif
   };
   return all;

@@ -56,8 +56,8 @@ static inline i64 isqrt(i64 v) {
   return s;
 }
 
-// quant.QNorm (the paths with AVX2 run norm256.h's, which equals it). Out of line: inlined into
-// a bigger function GCC may stop vectorizing the last loop.
+// quant.QNorm (the AVX2 and AVX-512 paths run norm256.h's and norm512.h's, which equal it). Out
+// of line: inlined into a bigger function GCC may stop vectorizing the last loop.
 [[maybe_unused]] __attribute__((noinline)) static void layer_norm_generic(const i64* __restrict x, const i64* __restrict g,
                                                  const i64* __restrict b, i64 d_, i64* __restrict y) {
   const i64 d = d_;

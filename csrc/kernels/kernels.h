@@ -9,6 +9,7 @@
 //   portable    plain C++ (any CPU; the compiler vectorizes for the build's baseline)
 //   avx2        x86-64-v3: AVX2 + FMA + BMI2 (kernels/avx2.cpp)
 //   avx512vnni  AVX-512 F/BW/VL/DQ + VNNI (kernels/avx512vnni.cpp)
+//   amx         avx512vnni's kernels with the matmul on AMX-INT8 tiles (kernels/amx.cpp)
 //
 // The ISA paths are compiled with `#pragma GCC target` in their own files, so one build runs on
 // any CPU and dispatch.cpp picks the path at run time. Their code lives in a path namespace with
@@ -26,6 +27,13 @@
 
 #include <string>
 #include <vector>
+
+// The AMX path needs Linux (which hands out the tiles' state on request), a compiler that knows
+// the tile instructions (GCC 11, clang 12) and the real AVX-512 (not emulate_avx512.h's).
+#if defined(__x86_64__) && defined(__linux__) && !defined(SHAZIP_EMULATE_AVX512) && \
+    (defined(__clang__) ? __clang_major__ >= 12 : (defined(__GNUC__) && __GNUC__ >= 11))
+#define SHAZIP_KERNELS_AMX 1
+#endif
 
 namespace shazip::kernels {
 

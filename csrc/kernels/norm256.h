@@ -1,5 +1,5 @@
-// LayerNorm in 256-bit float64 lanes, for the paths with AVX2 (avx2.cpp, avx512vnni.cpp include
-// this inside their anonymous namespace, after generic.h, under their target pragma).
+// LayerNorm in 256-bit float64 lanes, for the AVX2 path (avx2.cpp includes this inside its
+// anonymous namespace, after generic.h, under its target pragma; norm512.h is the AVX-512 path's).
 //
 // Why float64: the norm's last step multiplies int64 values by int64 gains and divides by a
 // per-row integer. AVX2 has no int64 multiply, no int64 <-> float64 conversion and no division,
