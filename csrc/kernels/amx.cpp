@@ -32,30 +32,20 @@
 namespace shazip::kernels::amx {
 namespace {
 
+#include "kernels/panels.h"
+
 // Every tile register is configured 16 rows x 64 bytes: A tiles hold 16 rows of 64 activations,
-// B tiles 16 groups of four weight rows (k = 4 kq + t) x 16 columns, C tiles 16 x 16 int32 sums.
+// B tiles 16 groups of four weight rows x 16 columns (a panel's rows), C tiles 16 x 16 int32 sums.
 constexpr i64 TILE_ROWS = 16;  // rows of A and C in a tile
-constexpr i64 PANEL = 16;      // columns of B and C in a tile
 constexpr i64 TILE_K = 64;     // K in a tile
 
 static inline i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
 
-// Weights packed in panels of 16 columns, as the VNNI path packs them (four rows k of a column
-// side by side, 16 columns in 64 bytes) with K padded to 64 by zeros: a panel's K / 4 rows of
-// 64 bytes, so a B tile is 16 consecutive rows of its panel.
+// Weights in panels (panels.h) with K padded to 64, so that a B tile is 16 consecutive rows of
+// its panel.
 static i64 packed_bytes(i64 K, i64 N) { return round_up(K, TILE_K) * round_up(N, PANEL); }
 
-static void pack(const i8* w, i64 K, i64 N, u8* out) {
-  const i64 KQ = round_up(K, TILE_K) / 4, panels = round_up(N, PANEL) / PANEL;
-  i8* o = reinterpret_cast<i8*>(out);
-  for (i64 p = 0; p < panels; ++p)
-    for (i64 kq = 0; kq < KQ; ++kq)
-      for (i64 c = 0; c < PANEL; ++c)
-        for (i64 t = 0; t < 4; ++t) {
-          const i64 k = 4 * kq + t, n = p * PANEL + c;
-          o[((p * KQ + kq) * PANEL + c) * 4 + t] = (k < K && n < N) ? w[k * N + n] : 0;
-        }
-}
+static void pack(const i8* w, i64 K, i64 N, u8* out) { pack_panels(w, K, N, round_up(K, TILE_K), out); }
 
 // A's rows padded to 16 and K to 64 with zeros (when they are not already), then one C tile.
 static i64 gemm_scratch_bytes(i64 rows, i64 K) {

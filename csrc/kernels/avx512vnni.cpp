@@ -56,25 +56,18 @@ static inline i32 load_i32(const u8* p) {
   return v;
 }
 
-// ---- GEMM. Weights packed in panels of 16 columns: for each group of four rows k (4kq ..
-// 4kq + 3) of w, 16 columns x 4 bytes, one 512-bit vector; vpdpbusd with a broadcast group of
-// four offset activations adds 16 columns' partial sums. K is padded to 4 and N to 16 with
-// zeros; after the panels, int32 [Np]: 128 * (column sum of w), the offset's share.
-constexpr i64 PANEL = 16;
+// ---- GEMM. Weights packed in panels (panels.h) with K padded to 4; vpdpbusd with a broadcast
+// group of four offset activations adds a panel's 16 columns' partial sums. After the panels,
+// int32 [Np]: 128 * (column sum of w), the offset's share.
+#include "kernels/panels.h"
+
 constexpr int ROWS = 8;  // rows per tile, two panels wide: 16 accumulators
 
 static i64 packed_bytes(i64 K, i64 N) { return round_up(K, 4) * round_up(N, PANEL) + round_up(N, PANEL) * 4; }
 
 static void pack(const i8* w, i64 K, i64 N, u8* out) {
-  const i64 KQ = round_up(K, 4) / 4, Np = round_up(N, PANEL), panels = Np / PANEL;
-  i8* o = reinterpret_cast<i8*>(out);
-  for (i64 p = 0; p < panels; ++p)
-    for (i64 kq = 0; kq < KQ; ++kq)
-      for (i64 c = 0; c < PANEL; ++c)
-        for (i64 t = 0; t < 4; ++t) {
-          const i64 k = 4 * kq + t, n = p * PANEL + c;
-          o[((p * KQ + kq) * PANEL + c) * 4 + t] = (k < K && n < N) ? w[k * N + n] : 0;
-        }
+  const i64 KQ = round_up(K, 4) / 4, Np = round_up(N, PANEL);
+  pack_panels(w, K, N, 4 * KQ, out);
   i32* cs = reinterpret_cast<i32*>(out + KQ * 4 * Np);
   for (i64 n = 0; n < Np; ++n) {
     i32 s = 0;
