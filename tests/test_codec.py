@@ -208,15 +208,17 @@ def test_mixed_archive_identical_across_threads_and_runs(trained, text):
     assert shazip.decompress(base, model=trained, threads=2) == data
 
 
-@pytest.mark.parametrize("lanes,threads", [(1, 2), (1, 4), (2, 3), (3, 4)])
+@pytest.mark.parametrize("lanes,threads", [(1, 2), (1, 4), (2, 3), (3, 4), (8, 2), (5, 3)])
 def test_the_model_ahead_of_the_coder_changes_no_byte(trained, text, lanes, threads):
-    """Encoding with threads beyond the block's lanes, the model runs ahead of the coder on a thread
-    of its own: the same archives as one thread, with the stage and with the model alone."""
+    """Encoding with two threads or more, the model runs ahead of the coder on a thread of its own
+    (its team the rest of the pool): the same archives as one thread, with the stage and with the
+    model alone."""
     data = text[:7000]
     engine = IntEngine(trained, threads)
     job = core.load().Job(engine.model, engine.pool, 3000, lanes, data=data[:3000])
     assert job.pipelined  # the path this test is about
-    assert not core.load().Job(engine.model, engine.pool, 3000, threads, data=data[:3000]).pipelined
+    alone = IntEngine(trained, 1)
+    assert not core.load().Job(alone.model, alone.pool, 3000, lanes, data=data[:3000]).pipelined
     assert not core.load().Job(engine.model, engine.pool, 3000, lanes, payload=b"").pipelined  # decoding
     for adapt, method in (("cm", Method.MIXED), ("none", Method.MODEL)):
         coding = dict(model=trained, lanes=lanes, block_size=3000, adapt=adapt, methods=frozenset({method}))
@@ -248,6 +250,21 @@ def test_how_far_the_model_runs_ahead_changes_no_byte(trained, text, adapt):
         assert coded(3, ring=ring) == (True, payload), ring
     with pytest.raises(ValueError, match="at least one step"):
         coded(3, ring=0)
+
+
+def test_a_job_left_unfinished_stops_its_model_thread(trained, text):
+    """The model's thread outlives each `run` call (it runs ahead across Python's chunks); a job
+    dropped halfway, its ring full, must stop and join it, not hang or crash."""
+    data = text[:3000]
+    engine = IntEngine(trained, 2)
+    for steps in (0, 1, 40):
+        job = core.load().Job(engine.model, engine.pool, len(data), 4, data=data, ring=2)
+        assert job.pipelined
+        if steps:
+            job.run(steps)
+        del job
+    assert shazip.compress(data, model=trained, lanes=4, threads=2) == shazip.compress(data, model=trained, lanes=4,
+                                                                                        threads=1)
 
 def test_stage_undoes_blocks_stored_another_way(trained, text):
     """The encoder's stage also saw the random block, which is then stored raw and never reaches

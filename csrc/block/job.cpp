@@ -22,10 +22,21 @@ Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> 
   sym_.assign(size_t(lanes), 0);
   freq_.assign(size_t(lanes) * 256, 1);  // without a model: uniform rows, which a stage without its NN input ignores
   if (model_) state_ = model_->new_state(lanes);
-  if (encoding_ && model_ && pool_ && pool_->size() > lanes && n > 0) {
-    model_pool_ = std::make_unique<ThreadPool>(int(lanes));  // lanes < the pool: the rest is the coder's
+  if (encoding_ && model_ && pool_ && pool_->size() >= 2 && n > 0) {
+    model_pool_ = std::make_unique<ThreadPool>(int(std::min<i64>(lanes, pool_->size() - 1)));
     freq_.assign(size_t(ring_ * lanes) * 256, 1);
+    ring_active_.assign(size_t(ring_), 0);
   }
+}
+
+Job::~Job() {
+  if (!model_thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  model_thread_.join();
 }
 
 i64 Job::run(i64 steps) {
@@ -44,75 +55,57 @@ i64 Job::run(i64 steps) {
   return coded;
 }
 
-i64 Job::run_pipelined(i64 steps) {
-  const i64 t0 = t_, t1 = std::min(span_, t_ + steps), row = lanes_ * 256;
-  std::vector<i64> active(size_t(ring_), 0);  // each ring slot's active lanes
-  std::mutex mu;
-  std::condition_variable cv;
-  i64 made = t0, used = t0;  // steps whose rows are in the ring, and that the coder has coded
-  bool stop = false;
-  std::exception_ptr failed;
-  std::thread model([&] {  // the model, ring_ steps ahead at most
-    try {
-      std::vector<u8> prev(size_t(lanes_), BOS);
-      i64 k = active_;
-      for (i64 t = t0; t < t1; ++t) {
-        k = active_at(t, k);
-        for (i64 b = 0; b < k; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
-        {
-          std::unique_lock<std::mutex> lock(mu);
-          cv.wait(lock, [&] { return stop || made - used < ring_; });
-          if (stop) return;
-        }
-        model_->step(*state_, prev.data(), k, &freq_[size_t((t % ring_) * row)], *model_pool_);
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          active[size_t(t % ring_)] = k;
-          ++made;
-        }
-        cv.notify_all();
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mu);
-      failed = std::current_exception();
-      cv.notify_all();
-    }
-  });
-  const auto finish = [&] {  // the model's thread stopped and joined, whatever happened here
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      stop = true;
-    }
-    cv.notify_all();
-    model.join();
-  };
-  i64 coded = 0;
+void Job::run_model() {
   try {
-    for (; t_ < t1; ++t_) {
+    const i64 row = lanes_ * 256;
+    std::vector<u8> prev(size_t(lanes_), BOS);
+    i64 k = lanes_;
+    for (i64 t = 0; t < span_; ++t) {
+      k = active_at(t, k);
+      for (i64 b = 0; b < k; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
       {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return made > t_ || failed; });
-        if (made <= t_) break;  // the model failed
-        active_ = active[size_t(t_ % ring_)];
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || made_ - used_ < ring_; });
+        if (stop_) return;
       }
-      const i64 k = active_;
-      const i64* f = &freq_[size_t((t_ % ring_) * row)];
-      for (i64 b = 0; b < k; ++b) sym_[size_t(b)] = grid_[size_t(b * span_ + t_)];
-      coder_->code(f, sym_.data(), k);
-      if (measure_) count_model_bits(f, k);
+      model_->step(*state_, prev.data(), k, &freq_[size_t((t % ring_) * row)], *model_pool_);
       {
-        std::lock_guard<std::mutex> lock(mu);
-        ++used;
+        std::lock_guard<std::mutex> lock(mu_);
+        ring_active_[size_t(t % ring_)] = k;
+        ++made_;
       }
-      cv.notify_all();
-      coded += k;
+      cv_.notify_all();
     }
   } catch (...) {
-    finish();
-    throw;
+    std::lock_guard<std::mutex> lock(mu_);
+    failed_ = std::current_exception();
+    cv_.notify_all();
   }
-  finish();
-  if (failed) std::rethrow_exception(failed);
+}
+
+i64 Job::run_pipelined(i64 steps) {
+  if (!model_thread_.joinable() && t_ < span_) model_thread_ = std::thread([this] { run_model(); });
+  const i64 t1 = std::min(span_, t_ + steps), row = lanes_ * 256;
+  i64 coded = 0;
+  for (; t_ < t1; ++t_) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return made_ > t_ || failed_; });
+      if (made_ <= t_) std::rethrow_exception(failed_);  // the model failed
+      active_ = ring_active_[size_t(t_ % ring_)];
+    }
+    const i64 k = active_;
+    const i64* f = &freq_[size_t((t_ % ring_) * row)];
+    for (i64 b = 0; b < k; ++b) sym_[size_t(b)] = grid_[size_t(b * span_ + t_)];
+    coder_->code(f, sym_.data(), k);
+    if (measure_) count_model_bits(f, k);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++used_;
+    }
+    cv_.notify_all();
+    coded += k;
+  }
   return coded;
 }
 

@@ -9,14 +9,19 @@
 // Python runs a job a chunk of steps at a time (`run`), with the GIL released, so progress bars
 // and Ctrl-C keep working between chunks.
 //
-// Encoding with threads to spare (a pool larger than the block's lanes, whose step splits by
-// lanes and so could not use them: -9's one lane, a small file's few), the model runs ahead of the coder on a
-// thread of its own, into a ring of rows: every byte is known in advance, so its steps need not
-// wait for the coder, and the two overlap. The rows are the same, so the payload is too.
+// Encoding with two threads or more, the model runs ahead of the coder on a thread of its own
+// (with the rest of the pool but the coder's thread as its team), into a ring of rows: every byte
+// is known in advance, so its steps need not wait for the coder, and the two overlap. The model's
+// thread lives as long as the job and runs ahead across `run` calls, so Python's chunks do not
+// cut the pipeline. The rows are the same, so the payload is too.
 #pragma once
 
+#include <condition_variable>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common.h"
@@ -44,6 +49,9 @@ class Job {
   // how many steps' rows the model may run ahead (>= 1; the bytes do not depend on it)
   Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool, std::unique_ptr<SymbolCoder> coder,
       i64 n, i64 lanes, const u8* data, bool measure, i64 ring = RING_STEPS);
+  ~Job();  // stops and joins the model's thread, if any
+  Job(const Job&) = delete;  // the model's thread holds `this`
+  Job& operator=(const Job&) = delete;
   // Runs at most `steps` steps; returns the bytes coded by them (all lanes together).
   i64 run(i64 steps);
   // whether the model runs ahead of the coder (see above)
@@ -57,6 +65,8 @@ class Job {
 
  private:
   i64 run_pipelined(i64 steps);
+  // the model's thread: every step of the block into the ring, at most ring_ steps ahead
+  void run_model();
   // the lanes still active at step t (a prefix), from k, those active before it
   i64 active_at(i64 t, i64 k) const;
   // adds -log2 of the model's probability of each of the step's k coded bytes (sym_) under its rows
@@ -71,6 +81,14 @@ class Job {
   std::vector<u8> prev_, sym_;
   std::vector<i64> freq_;  // the step's rows; pipelined: a ring of ring_ steps' rows
   std::unique_ptr<ThreadPool> model_pool_;  // pipelined: the model's team (the rest of the pool but the coder's thread)
+  // pipelined: the ring's state, shared with the model's thread under mu_
+  std::mutex mu_;
+  std::condition_variable cv_;
+  i64 made_ = 0, used_ = 0;        // steps whose rows are in the ring, and that the coder has coded
+  std::vector<i64> ring_active_;   // each ring slot's active lanes
+  bool stop_ = false;
+  std::exception_ptr failed_;
+  std::thread model_thread_;
   double model_bits_ = 0.0;
 };
 
