@@ -21,7 +21,7 @@ from shazip.format.listing import describe
 from shazip.options import (
     DEFAULT_LANES, DEFAULT_LEVEL, LEVELS, LONG_LANES, MAX_LANES, MIN_LANE_GPU, ONE_LANE, LanePolicy, lane_policy,
 )
-from shazip.stage.adaptive import EXTRA_FLAGS, MODEL_FLAGS, TABLE_FLAGS, AdaptiveParams
+from shazip.stage.adaptive import EXTRA_FLAGS, MODEL_FLAGS, TABLE_FLAGS, AdaptiveParams, AdaptiveStage
 from shazip.testing import flip, payload_spans
 
 MODEL_ONLY = frozenset({Method.MODEL})
@@ -219,7 +219,8 @@ def test_the_model_ahead_of_the_coder_changes_no_byte(trained, text, lanes, thre
     assert job.pipelined  # the path this test is about
     alone = IntEngine(trained, 1)
     assert not core.load().Job(alone.model, alone.pool, 3000, lanes, data=data[:3000]).pipelined
-    assert not core.load().Job(engine.model, engine.pool, 3000, lanes, payload=b"").pipelined  # decoding
+    # decoding: the model steps one group of lanes while the stage decodes the other
+    assert core.load().Job(engine.model, engine.pool, 3000, lanes, payload=b"").pipelined == (lanes >= 2)
     for adapt, method in (("cm", Method.MIXED), ("none", Method.MODEL)):
         coding = dict(model=trained, lanes=lanes, block_size=3000, adapt=adapt, methods=frozenset({method}))
         one = shazip.compress(data, threads=1, **coding)
@@ -233,7 +234,6 @@ def test_the_model_ahead_of_the_coder_changes_no_byte(trained, text, lanes, thre
 def test_how_far_the_model_runs_ahead_changes_no_byte(trained, text, adapt):
     """The model runs at most `ring` steps ahead of the coder (16 unless told): at any lead the
     payload is the one coded without the model ahead, with the stage and with the model alone."""
-    from shazip.stage.adaptive import AdaptiveStage
     data = text[:3000]
 
     def coded(threads: int, **kw) -> tuple[bool, bytes]:
@@ -252,6 +252,27 @@ def test_how_far_the_model_runs_ahead_changes_no_byte(trained, text, adapt):
         coded(3, ring=0)
 
 
+@pytest.mark.parametrize("adapt,method", [("cm", Method.MIXED), ("none", Method.MODEL)])
+def test_decoding_in_two_lane_groups_changes_no_byte(trained, text, adapt, method):
+    """Decoding with two threads or more, the model steps one group of lanes while the coder
+    decodes the other: the bytes of one thread at every lane count, and a payload cut short is
+    refused from the coder's side while the model's thread waits (no hang)."""
+    data = text[:6000]
+    for lanes in (2, 3, 7):
+        blob = shazip.compress(data, model=trained, lanes=lanes, block_size=3000, adapt=adapt,
+                               methods=frozenset({method}), threads=1)
+        for threads in (2, 3, 4):
+            assert shazip.decompress(blob, model=trained, threads=threads) == data, (lanes, threads)
+    engine = IntEngine(trained, 2)
+    stage = AdaptiveStage(AdaptiveParams().fitted(3000)).native if adapt == "cm" else None
+    job = core.load().Job(engine.model, engine.pool, 3000, 4, stage=stage, payload=b"\x5a" * 40, overrun=0)
+    assert job.pipelined
+    with pytest.raises(core.load().DataError):
+        while not job.done:
+            job.run(3)
+    del job
+
+
 def test_a_job_left_unfinished_stops_its_model_thread(trained, text):
     """The model's thread outlives each `run` call (it runs ahead across Python's chunks); a job
     dropped halfway, its ring full, must stop and join it, not hang or crash."""
@@ -262,6 +283,16 @@ def test_a_job_left_unfinished_stops_its_model_thread(trained, text):
         assert job.pipelined
         if steps:
             job.run(steps)
+        del job
+    blob = shazip.compress(data, model=trained, lanes=4, threads=1, adapt="none")
+    for steps in (0, 1, 40):  # decoding: the model's thread waits on the coder's group
+        job = core.load().Job(engine.model, engine.pool, len(data), 4, payload=blob[-200:])
+        assert job.pipelined
+        try:
+            if steps:
+                job.run(steps)
+        except core.load().DataError:
+            pass
         del job
     assert shazip.compress(data, model=trained, lanes=4, threads=2) == shazip.compress(data, model=trained, lanes=4,
                                                                                         threads=1)

@@ -15,7 +15,8 @@ namespace shazip::block {
 class StageEncode : public SymbolCoder {
  public:
   StageEncode(std::shared_ptr<stage::Stage> st, i64 lanes, i64 span, bool measure) : enc_(std::move(st), lanes, span, measure) {}
-  void code(const i64* freq, u8* sym, i64 k) override { enc_.code(freq, sym, k); }
+  void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) override { enc_.code_lanes(freq, sym, lo, hi); }
+  void end_step(i64 k) override { enc_.end_step(k); }
   std::string finish() override { return enc_.finish(); }
   double bits() const override { return enc_.bits(); }
 
@@ -27,7 +28,8 @@ class StageDecode : public SymbolCoder {
  public:
   StageDecode(std::shared_ptr<stage::Stage> st, i64 lanes, i64 span, std::string payload, i64 max_overrun)
       : dec_(std::move(st), lanes, span, std::move(payload), max_overrun) {}
-  void code(const i64* freq, u8* sym, i64 k) override { dec_.code(freq, sym, k); }
+  void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) override { dec_.code_lanes(freq, sym, lo, hi); }
+  void end_step(i64 k) override { dec_.end_step(k); }
 
  private:
   stage::Decoder dec_;
@@ -44,9 +46,9 @@ inline void probabilities(const i64* f, double* p) {
 class CategoricalEncode : public SymbolCoder {
  public:
   explicit CategoricalEncode(bool measure) : measure_(measure) {}
-  void code(const i64* freq, u8* sym, i64 k) override {
+  void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) override {
     double p[256];
-    for (i64 b = 0; b < k; ++b) {
+    for (i64 b = lo; b < hi; ++b) {
       probabilities(freq + b * 256, p);
       enc_.encode(p, sym[b]);
       if (measure_) bits_ -= std::log2(p[sym[b]]);
@@ -65,9 +67,9 @@ class CategoricalDecode : public SymbolCoder {
  public:
   CategoricalDecode(const std::string& payload, i64 max_overrun)
       : payload_(payload), dec_(reinterpret_cast<const u8*>(payload_.data()), payload_.size(), max_overrun) {}
-  void code(const i64* freq, u8* sym, i64 k) override {
+  void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) override {
     double p[256];
-    for (i64 b = 0; b < k; ++b) {
+    for (i64 b = lo; b < hi; ++b) {
       probabilities(freq + b * 256, p);
       sym[b] = u8(dec_.decode(p));
     }

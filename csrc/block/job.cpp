@@ -22,10 +22,11 @@ Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> 
   sym_.assign(size_t(lanes), 0);
   freq_.assign(size_t(lanes) * 256, 1);  // without a model: uniform rows, which a stage without its NN input ignores
   if (model_) state_ = model_->new_state(lanes);
-  if (encoding_ && model_ && pool_ && pool_->size() >= 2 && n > 0) {
+  if (model_ && pool_ && pool_->size() >= 2 && n > 0 && (encoding_ || lanes >= 2)) {
     model_pool_ = std::make_unique<ThreadPool>(int(std::min<i64>(lanes, pool_->size() - 1)));
-    freq_.assign(size_t(ring_ * lanes) * 256, 1);
-    ring_active_.assign(size_t(ring_), 0);
+    const i64 slots = encoding_ ? ring_ : 2;
+    freq_.assign(size_t(slots * lanes) * 256, 1);
+    ring_active_.assign(size_t(slots), 0);
   }
 }
 
@@ -84,6 +85,7 @@ void Job::run_model() {
 }
 
 i64 Job::run_pipelined(i64 steps) {
+  if (!encoding_) return run_groups(steps);
   if (!model_thread_.joinable() && t_ < span_) model_thread_ = std::thread([this] { run_model(); });
   const i64 t1 = std::min(span_, t_ + steps), row = lanes_ * 256;
   i64 coded = 0;
@@ -105,6 +107,72 @@ i64 Job::run_pipelined(i64 steps) {
     }
     cv_.notify_all();
     coded += k;
+  }
+  return coded;
+}
+
+void Job::run_model_groups() {
+  try {
+    const i64 row = lanes_ * 256, half = (lanes_ + 1) / 2;
+    std::vector<u8> prev(size_t(lanes_), BOS);
+    i64 k = lanes_;
+    for (i64 t = 0; t < span_; ++t) {
+      k = active_at(t, k);
+      const i64 cut = std::min(half, k);
+      for (int g = 0; g < 2; ++g) {
+        const i64 lo = g ? cut : 0, hi = g ? k : cut;
+        {
+          std::unique_lock<std::mutex> lock(mu_);  // group g's bytes of step t - 1 decoded
+          cv_.wait(lock, [&] { return stop_ || group_coded_[g] >= t; });
+          if (stop_) return;
+          if (g == 0) ring_active_[size_t(t % 2)] = k;
+        }
+        for (i64 b = lo; b < hi; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
+        model_->step_lanes(*state_, prev.data(), lo, hi, &freq_[size_t((t % 2) * row)], *model_pool_);
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++group_made_[g];
+        }
+        cv_.notify_all();
+      }
+      model_->end_step(*state_);
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed_ = std::current_exception();
+    cv_.notify_all();
+  }
+}
+
+i64 Job::run_groups(i64 steps) {
+  if (!model_thread_.joinable() && t_ < span_) model_thread_ = std::thread([this] { run_model_groups(); });
+  const i64 t1 = std::min(span_, t_ + steps), row = lanes_ * 256, half = (lanes_ + 1) / 2;
+  i64 coded = 0;
+  for (; t_ < t1; ++t_) {
+    const i64* f = &freq_[size_t((t_ % 2) * row)];
+    for (int g = 0; g < 2; ++g) {
+      i64 k;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return group_made_[g] > t_ || failed_; });
+        if (group_made_[g] <= t_) std::rethrow_exception(failed_);  // the model failed
+        k = ring_active_[size_t(t_ % 2)];
+      }
+      const i64 cut = std::min(half, k), lo = g ? cut : 0, hi = g ? k : cut;
+      coder_->code_lanes(f, sym_.data(), lo, hi);
+      for (i64 b = lo; b < hi; ++b) grid_[size_t(b * span_ + t_)] = sym_[size_t(b)];
+      if (g == 1) {
+        coder_->end_step(k);
+        active_ = k;
+        if (measure_) count_model_bits(f, k);
+        coded += k;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++group_coded_[g];
+      }
+      cv_.notify_all();
+    }
   }
   return coded;
 }

@@ -9,11 +9,13 @@
 // Python runs a job a chunk of steps at a time (`run`), with the GIL released, so progress bars
 // and Ctrl-C keep working between chunks.
 //
-// Encoding with two threads or more, the model runs ahead of the coder on a thread of its own
-// (with the rest of the pool but the coder's thread as its team), into a ring of rows: every byte
-// is known in advance, so its steps need not wait for the coder, and the two overlap. The model's
-// thread lives as long as the job and runs ahead across `run` calls, so Python's chunks do not
-// cut the pipeline. The rows are the same, so the payload is too.
+// With two threads or more the model runs on threads of its own (the pool but the coder's
+// thread) beside the coder. Encoding, every byte is known in advance, so the model runs ahead
+// into a ring of rows, up to `ring` steps. Decoding, a step needs the bytes of the step before,
+// so the lanes are cut in two groups: the model steps one group while the coder decodes the
+// other, in the coder's own order (group A's lanes, then B's, then the step's end), so the
+// symbols are the same. The model's thread lives as long as the job and runs across `run`
+// calls, so Python's chunks do not cut the pipeline. The rows are the same, so the payload is too.
 #pragma once
 
 #include <condition_variable>
@@ -33,11 +35,18 @@ namespace shazip::block {
 constexpr u8 BOS = 0;  // the "previous byte" fed to every lane at its start
 constexpr i64 RING_STEPS = 16;  // pipelined: how many steps' rows the model may run ahead, by default
 
-// Codes one step's symbols of the k active lanes: an encoder reads sym, a decoder writes it.
+// Codes one step's symbols of the k active lanes: an encoder reads sym, a decoder writes it. A
+// step may be cut in lane ranges: code_lanes for each range of [0, k) in lane order (freq and sym
+// indexed by lane), then end_step(k); the same symbols as code(freq, sym, k).
 class SymbolCoder {
  public:
   virtual ~SymbolCoder() = default;
-  virtual void code(const i64* freq, u8* sym, i64 k) = 0;
+  void code(const i64* freq, u8* sym, i64 k) {
+    code_lanes(freq, sym, 0, k);
+    end_step(k);
+  }
+  virtual void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) = 0;
+  virtual void end_step(i64 /*k*/) {}
   virtual std::string finish() { return {}; }  // an encoder's payload
   virtual double bits() const { return 0.0; }  // the ideal code length of what was coded, if measured
 };
@@ -67,6 +76,9 @@ class Job {
   i64 run_pipelined(i64 steps);
   // the model's thread: every step of the block into the ring, at most ring_ steps ahead
   void run_model();
+  // decoding: the coder's side and the model's of the two lane groups' alternation
+  i64 run_groups(i64 steps);
+  void run_model_groups();
   // the lanes still active at step t (a prefix), from k, those active before it
   i64 active_at(i64 t, i64 k) const;
   // adds -log2 of the model's probability of each of the step's k coded bytes (sym_) under its rows
@@ -79,12 +91,14 @@ class Job {
   bool encoding_, measure_;
   std::vector<u8> grid_;   // lane-major: lane b's bytes at [b * span, (b + 1) * span)
   std::vector<u8> prev_, sym_;
-  std::vector<i64> freq_;  // the step's rows; pipelined: a ring of ring_ steps' rows
+  std::vector<i64> freq_;  // the step's rows; pipelined: a ring of ring_ steps' rows (decoding: 2)
   std::unique_ptr<ThreadPool> model_pool_;  // pipelined: the model's team (the rest of the pool but the coder's thread)
   // pipelined: the ring's state, shared with the model's thread under mu_
   std::mutex mu_;
   std::condition_variable cv_;
   i64 made_ = 0, used_ = 0;        // steps whose rows are in the ring, and that the coder has coded
+  i64 group_made_[2] = {0, 0};     // decoding: steps whose group g rows are in, and that are decoded
+  i64 group_coded_[2] = {0, 0};
   std::vector<i64> ring_active_;   // each ring slot's active lanes
   bool stop_ = false;
   std::exception_ptr failed_;

@@ -264,26 +264,26 @@ void Model::ensure_scratch(State& s, i64 rows, int members) const {
   s.scratch_rows = rows;
 }
 
-void Model::step(State& s, const u8* prev, i64 active, i64* freq, ThreadPool& pool) const {
+void Model::step_lanes(State& s, const u8* prev, i64 lo, i64 hi, i64* freq, ThreadPool& pool) const {
   require(s.owner == this, "this state belongs to another model");
-  require(active >= 0 && active <= s.lanes, "active lanes out of range");
+  require(lo >= 0 && lo <= hi && hi <= s.lanes, "active lanes out of range");
+  const i64 n = hi - lo;
   const int T = pool.size();
   // Each member takes SOLO_LANES lanes or more: each streams every weight from memory once a
   // step, which at a few lanes is most of the step, and waking a member costs more than it
   // saves on fewer. So `use` members work (the rest of the team wakes and returns), or the
   // caller alone: 32 lanes on 16 threads run on 8, not on one.
-  const int use = int(std::min<i64>(T, active / SOLO_LANES));
+  const int use = int(std::min<i64>(T, n / SOLO_LANES));
   // rows per member: ceil(lanes / T) when all work; below that, at most 2 * SOLO_LANES - 1
   ensure_scratch(s, std::max((s.lanes + T - 1) / T, std::min(s.lanes, 2 * SOLO_LANES - 1)), T);
   if (use <= 1) {
-    if (active > 0) lanes(s, 0, active, prev, freq, *s.scratch[0]);
+    if (n > 0) lanes(s, lo, hi, prev, freq, *s.scratch[0]);
   } else {
     pool.run([&](int member) {
-      const i64 lo = active * member / use, hi = active * (member + 1) / use;
-      if (member < use && lo < hi) lanes(s, lo, hi, prev, freq, *s.scratch[member]);
+      const i64 a = lo + n * member / use, b = lo + n * (member + 1) / use;
+      if (member < use && a < b) lanes(s, a, b, prev, freq, *s.scratch[member]);
     });
   }
-  s.pos += 1;
 }
 
 void Model::gemm(const i8* a, i64 rows, const Linear& l, int part, i32* c, Scratch& w) const {

@@ -94,7 +94,14 @@ class Model {
   // One step for lanes [0, active): prev[b] is lane b's previous byte (0 at the start); writes
   // freq[b * 256 + j] (every entry >= 1) for b < active, and advances pos by one. Lanes >= active
   // are not computed (finished lanes: the caller never asks for them again).
-  void step(State& s, const u8* prev, i64 active, i64* freq, ThreadPool& pool) const;
+  void step(State& s, const u8* prev, i64 active, i64* freq, ThreadPool& pool) const {
+    step_lanes(s, prev, 0, active, freq, pool);
+    end_step(s);
+  }
+  // The same step cut in lane ranges: step_lanes for each range of [0, active) (prev and freq
+  // indexed by lane, as above), then end_step; the lanes are independent, so the rows are step's.
+  void step_lanes(State& s, const u8* prev, i64 lo, i64 hi, i64* freq, ThreadPool& pool) const;
+  void end_step(State& s) const { s.pos += 1; }
   const Kernels& kernels() const { return k_; }
   i64 d_model() const { return d_; }
   i64 d_boom() const { return db_; }

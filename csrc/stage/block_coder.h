@@ -28,13 +28,13 @@ class BlockCoder {
   i64 lanes() const { return i64(lanes_.size()); }
 
  protected:
-  // the k active lanes' rows: a prefix of the lanes, none full, each entry in [1, 2**30]
-  void check(const i64* freq, i64 k) const {
-    require(k >= 0 && k <= i64(lanes_.size()), "more rows than lanes");
+  // the rows of active lanes [lo, hi) (freq indexed by lane): none full, each entry in [1, 2**30]
+  void check(const i64* freq, i64 lo, i64 hi) const {
+    require(lo >= 0 && lo <= hi && hi <= i64(lanes_.size()), "more rows than lanes");
     bool bad = false;
-    for (i64 i = 0; i < k * 256; ++i) bad |= (freq[i] < 1) | (freq[i] > FREQ_MAX);
+    for (i64 i = lo * 256; i < hi * 256; ++i) bad |= (freq[i] < 1) | (freq[i] > FREQ_MAX);
     require(!bad, "frequencies must be in [1, 2**30]");
-    for (i64 b = 0; b < k; ++b) require(lanes_[size_t(b)].coded < at_.span, "a lane is already full");
+    for (i64 b = lo; b < hi; ++b) require(lanes_[size_t(b)].coded < at_.span, "a lane is already full");
   }
   std::shared_ptr<Stage> st_;
   std::vector<Lane> lanes_;
@@ -47,15 +47,21 @@ class Encoder : public BlockCoder {
       : BlockCoder(std::move(st), lanes, span), measure_(measure) {}
   // codes sym[b] of lanes b < k under the model's rows freq[b * 256 ...]
   void code(const i64* freq, const u8* sym, i64 k) {
-    check(freq, k);
+    code_lanes(freq, sym, 0, k);
+    end_step(k);
+  }
+  // code cut in lane ranges: each range of [0, k) in lane order (freq and sym indexed by lane),
+  // then end_step(k)
+  void code_lanes(const i64* freq, const u8* sym, i64 lo, i64 hi) {
+    check(freq, lo, hi);
     auto io = [this](int p, int y) {
       enc_.encode(y, p);
       if (measure_) bits_ -= std::log2(y ? p / 65536.0 : 1.0 - p / 65536.0);
       return y;
     };
-    for (i64 b = 0; b < k; ++b) st_->code_byte(lanes_, size_t(b), at_, freq + b * 256, int(sym[b]), io);
-    st_->advance(u64(k));
+    for (i64 b = lo; b < hi; ++b) st_->code_byte(lanes_, size_t(b), at_, freq + b * 256, int(sym[b]), io);
   }
+  void end_step(i64 k) { st_->advance(u64(k)); }
   std::string finish() {
     const std::vector<u8> out = enc_.finish();
     return std::string(reinterpret_cast<const char*>(out.data()), out.size());
@@ -76,11 +82,17 @@ class Decoder : public BlockCoder {
   // decodes the bytes of lanes b < k into sym; a damaged payload gives wrong bytes (which the
   // block's checksum catches), never a fault
   void code(const i64* freq, u8* sym, i64 k) {
-    check(freq, k);
-    auto io = [this](int p, int) { return dec_.decode(p); };
-    for (i64 b = 0; b < k; ++b) sym[b] = u8(st_->code_byte(lanes_, size_t(b), at_, freq + b * 256, -1, io));
-    st_->advance(u64(k));
+    code_lanes(freq, sym, 0, k);
+    end_step(k);
   }
+  // code cut in lane ranges: each range of [0, k) in lane order (freq and sym indexed by lane),
+  // then end_step(k)
+  void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) {
+    check(freq, lo, hi);
+    auto io = [this](int p, int) { return dec_.decode(p); };
+    for (i64 b = lo; b < hi; ++b) sym[b] = u8(st_->code_byte(lanes_, size_t(b), at_, freq + b * 256, -1, io));
+  }
+  void end_step(i64 k) { st_->advance(u64(k)); }
 
  private:
   coder::RangeDecoder dec_;
