@@ -3,9 +3,10 @@
 // AMX-INT8 and the operating system lets the process use the tile registers (dispatch.cpp asks
 // Linux once, by arch_prctl).
 //
-// Why: one step of the default model is about 1.7M multiply-adds a lane in six matmuls; vpdpbusd
-// does 64 of them an instruction, a tile product (tdpbssd) 16,384 in about 16 cycles. At the lane
-// counts the codec steps (tens of rows) the weights are read from L2 once per 32 rows.
+// Why: one step of the default model is about 1.7M multiply-adds a lane in eight matmuls;
+// vpdpbusd does 64 of them an instruction, a tile product (tdpbssd) 16,384 in about 16 cycles. At
+// the lane counts the codec steps (tens of rows) the tiles then wait on the weights, which each
+// matmul reads once whatever its rows (benchmarks/JOURNAL.md, "AMX tiles").
 //
 // Exactness: tdpbssd multiplies signed by signed bytes and adds them into int32 without saturation,
 // so neither the activations' offset of the VNNI path nor its column sums are needed; integer sums
