@@ -232,45 +232,65 @@ def test_the_model_ahead_of_the_coder_changes_no_byte(trained, text, lanes, thre
 
 @pytest.mark.parametrize("adapt", ["cm", "none"])
 def test_how_far_the_model_runs_ahead_changes_no_byte(trained, text, adapt):
-    """The model runs at most `ring` steps ahead of the coder (16 unless told): at any lead the
-    payload is the one coded without the model ahead, with the stage and with the model alone."""
+    """The model runs at most `ring` steps ahead of the coder (16 unless told), and the coder steps
+    the lanes past a cut itself: at any lead, and with the cut drawn at random every step
+    (cut_seed: it moves both ways, to none and to all), the payload is the one coded without the
+    model ahead, with the stage and with the model alone."""
     data = text[:3000]
 
-    def coded(threads: int, **kw) -> tuple[bool, bytes]:
+    def coded(threads: int, lanes: int, **kw) -> tuple[bool, bytes]:
         engine = IntEngine(trained, threads)
         stage = AdaptiveStage(AdaptiveParams().fitted(len(data))).native if adapt == "cm" else None
-        job = core.load().Job(engine.model, engine.pool, len(data), 2, stage=stage, data=data, **kw)
+        job = core.load().Job(engine.model, engine.pool, len(data), lanes, stage=stage, data=data, **kw)
         while not job.done:
             job.run(7)
         return job.pipelined, job.result()
 
-    alone, payload = coded(1)
-    assert not alone
-    for ring in (1, 2, 5, 16):
-        assert coded(3, ring=ring) == (True, payload), ring
+    for lanes in (2, 5):
+        alone, payload = coded(1, lanes)
+        assert not alone
+        for ring in (1, 2, 5, 16):
+            assert coded(3, lanes, ring=ring) == (True, payload), (lanes, ring)
+            assert coded(2, lanes, ring=ring, cut_seed=ring) == (True, payload), (lanes, ring)
     with pytest.raises(ValueError, match="at least one step"):
-        coded(3, ring=0)
+        coded(3, 2, ring=0)
 
 
 @pytest.mark.parametrize("adapt,method", [("cm", Method.MIXED), ("none", Method.MODEL)])
-def test_decoding_in_two_lane_groups_changes_no_byte(trained, text, adapt, method):
-    """Decoding with two threads or more, the model steps one group of lanes while the coder
-    decodes the other: the bytes of one thread at every lane count, and a payload cut short is
-    refused from the coder's side while the model's thread waits (no hang)."""
+def test_decoding_in_lane_groups_changes_no_byte(trained, text, adapt, method):
+    """Decoding with two threads or more, the model's threads step one half of the lanes before a
+    cut while the coder decodes the other, and the coder steps the lanes past the cut itself: the
+    bytes of one thread at every lane count. The cut follows the time; drawn at random every step
+    (cut_seed), it moves both ways by any number of lanes, to none and to all, and the bytes stay.
+    A payload cut short is refused from the coder's side while the model's thread waits (no hang)."""
     data = text[:6000]
     for lanes in (2, 3, 7):
         blob = shazip.compress(data, model=trained, lanes=lanes, block_size=3000, adapt=adapt,
                                methods=frozenset({method}), threads=1)
         for threads in (2, 3, 4):
             assert shazip.decompress(blob, model=trained, threads=threads) == data, (lanes, threads)
-    engine = IntEngine(trained, 2)
-    stage = AdaptiveStage(AdaptiveParams().fitted(3000)).native if adapt == "cm" else None
-    job = core.load().Job(engine.model, engine.pool, 3000, 4, stage=stage, payload=b"\x5a" * 40, overrun=0)
-    assert job.pipelined
+
+    def job(threads: int, lanes: int, **kw) -> core.load().Job:
+        engine = IntEngine(trained, threads)
+        stage = AdaptiveStage(AdaptiveParams().fitted(3000)).native if adapt == "cm" else None
+        return core.load().Job(engine.model, engine.pool, 3000, lanes, stage=stage, **kw)
+
+    for lanes in (2, 5, 9):
+        encoder = job(1, lanes, data=data[:3000])
+        encoder.run(3000)
+        payload = encoder.result()
+        for threads, seed in ((2, 1), (2, 2), (3, 3), (4, 4)):
+            decoder = job(threads, lanes, payload=payload, cut_seed=seed)
+            assert decoder.pipelined
+            while not decoder.done:
+                decoder.run(11)
+            assert decoder.result() == data[:3000], (lanes, threads, seed)
+    decoder = job(2, 4, payload=b"\x5a" * 40, overrun=0)
+    assert decoder.pipelined
     with pytest.raises(core.load().DataError):
-        while not job.done:
-            job.run(3)
-    del job
+        while not decoder.done:
+            decoder.run(3)
+    del decoder
 
 
 def test_a_job_left_unfinished_stops_its_model_thread(trained, text):

@@ -1,17 +1,23 @@
 #include "block/job.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#endif
+
 namespace shazip::block {
 
 Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool,
-         std::unique_ptr<SymbolCoder> coder, i64 n, i64 lanes, const u8* data, bool measure, i64 ring)
+         std::unique_ptr<SymbolCoder> coder, i64 n, i64 lanes, const u8* data, bool measure, i64 ring,
+         u64 cut_seed)
     : model_(std::move(model)), pool_(std::move(pool)), coder_(std::move(coder)), n_(n), lanes_(lanes), ring_(ring),
-      encoding_(data != nullptr), measure_(measure) {
+      encoding_(data != nullptr), measure_(measure), cut_seed_(cut_seed) {
   require(n >= 0 && lanes >= 1 && (n == 0 || lanes <= n), "a block needs 1 to n lanes");
   require(ring >= 1, "the model's ring needs at least one step");
   span_ = n ? (n + lanes - 1) / lanes : 0;
@@ -24,9 +30,15 @@ Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> 
   if (model_) state_ = model_->new_state(lanes);
   if (model_ && pool_ && pool_->size() >= 2 && n > 0 && (encoding_ || lanes >= 2)) {
     model_pool_ = std::make_unique<ThreadPool>(int(std::min<i64>(lanes, pool_->size() - 1)));
+    coder_team_ = std::make_unique<ThreadPool>(1);
+    model_->reserve(*state_, model_pool_->size() + 1);
     const i64 slots = encoding_ ? ring_ : 2;
     freq_.assign(size_t(slots * lanes) * 256, 1);
     ring_active_.assign(size_t(slots), 0);
+    // a start that steer() corrects: with one thread for the model, a quarter of the lanes the coder's
+    next_cut_ = model_pool_->size() == 1 ? lanes - lanes / 4 : lanes;
+    ring_cut_.assign(size_t(slots), next_cut_);
+    cuts_ = 2;
   }
 }
 
@@ -56,47 +68,110 @@ i64 Job::run(i64 steps) {
   return coded;
 }
 
-void Job::run_model() {
-  try {
-    const i64 row = lanes_ * 256;
-    std::vector<u8> prev(size_t(lanes_), BOS);
-    i64 k = lanes_;
-    for (i64 t = 0; t < span_; ++t) {
-      k = active_at(t, k);
-      for (i64 b = 0; b < k; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || made_ - used_ < ring_; });
-        if (stop_) return;
-      }
-      model_->step(*state_, prev.data(), k, &freq_[size_t((t % ring_) * row)], *model_pool_);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ring_active_[size_t(t % ring_)] = k;
-        ++made_;
-      }
+template <class Done>
+double Job::wait(std::unique_lock<std::mutex>& lock, Done done) {
+  if (done() || stop_ || failed_) return 0.0;
+  const auto t0 = std::chrono::steady_clock::now();
+  lock.unlock();
+  for (int i = 1; !done(); ++i) {
+    if (i % 64 == 0 && std::chrono::steady_clock::now() - t0 > SPIN) break;
+#if defined(__x86_64__) || defined(_M_X64)
+    _mm_pause();
+#endif
+  }
+  lock.lock();
+  cv_.wait(lock, [&] { return done() || stop_ || failed_; });
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Job::steer() {
+  if (cut_seed_) {
+    cut_seed_ = cut_seed_ * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX LCG
+    std::lock_guard<std::mutex> lock(mu_);
+    next_cut_ = i64((cut_seed_ >> 33) % u64(lanes_ + 1));
+    return;
+  }
+  if (t_ % BALANCE_STEPS != BALANCE_STEPS - 1) return;
+  constexpr double SLACK = 0.02;  // of the time since the last move: waits less apart leave the cut
+  const auto now = std::chrono::steady_clock::now();
+  const double window = std::chrono::duration<double>(now - steered_at_).count();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (model_waited_ - coder_waited_ > SLACK * window)
+    next_cut_ = std::min(lanes_, next_cut_ + 1);  // the model's threads waited: one more lane theirs
+  else if (coder_waited_ - model_waited_ > SLACK * window)
+    next_cut_ = std::max<i64>(0, next_cut_ - 1);  // the coder waited: one more lane its own
+  coder_waited_ = model_waited_ = 0.0;
+  steered_at_ = now;
+}
+
+void Job::step_own_lanes(i64 t, i64 lo, i64 hi) {
+  if (lo >= hi) return;
+  for (i64 b = lo; b < hi; ++b) prev_[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
+  const i64 slot = t % i64(ring_cut_.size());
+  model_->step_lanes(*state_, t, prev_.data(), lo, hi, &freq_[size_t(slot * lanes_ * 256)], *coder_team_,
+                     model_pool_->size());
+}
+
+void Job::start_model() {
+  steered_at_ = std::chrono::steady_clock::now();
+  model_thread_ = std::thread([this] {
+    try {
+      if (encoding_)
+        run_model();
+      else
+        run_model_groups();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      failed_ = std::current_exception();
       cv_.notify_all();
     }
-  } catch (...) {
-    std::lock_guard<std::mutex> lock(mu_);
-    failed_ = std::current_exception();
+  });
+}
+
+void Job::run_model() {
+  const i64 row = lanes_ * 256;
+  std::vector<u8> prev(size_t(lanes_), BOS);
+  i64 k = lanes_, cut = lanes_;
+  for (i64 t = 0; t < span_; ++t) {
+    k = active_at(t, k);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      model_waited_ += wait(lock, [&] { return made_ - used_ < ring_; });
+      const i64 was = std::min(cut, k);
+      cut = std::min(next_cut_, k);
+      // lanes taken back from the coder: their step t - 1 was its own
+      if (cut > was) model_waited_ += wait(lock, [&] { return used_ >= t; });
+      if (stop_) return;
+    }
+    for (i64 b = 0; b < cut; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
+    model_->step_lanes(*state_, t, prev.data(), 0, cut, &freq_[size_t((t % ring_) * row)], *model_pool_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ring_active_[size_t(t % ring_)] = k;
+      ring_cut_[size_t(t % ring_)] = cut;
+      ++made_;
+    }
     cv_.notify_all();
   }
 }
 
 i64 Job::run_pipelined(i64 steps) {
   if (!encoding_) return run_groups(steps);
-  if (!model_thread_.joinable() && t_ < span_) model_thread_ = std::thread([this] { run_model(); });
+  if (!model_thread_.joinable() && t_ < span_) start_model();
   const i64 t1 = std::min(span_, t_ + steps), row = lanes_ * 256;
   i64 coded = 0;
   for (; t_ < t1; ++t_) {
+    steer();
+    i64 cut;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return made_ > t_ || failed_; });
+      coder_waited_ += wait(lock, [&] { return made_ > t_; });
       if (made_ <= t_) std::rethrow_exception(failed_);  // the model failed
       active_ = ring_active_[size_t(t_ % ring_)];
+      cut = ring_cut_[size_t(t_ % ring_)];
     }
     const i64 k = active_;
+    step_own_lanes(t_, cut, k);
     const i64* f = &freq_[size_t((t_ % ring_) * row)];
     for (i64 b = 0; b < k; ++b) sym_[size_t(b)] = grid_[size_t(b * span_ + t_)];
     coder_->code(f, sym_.data(), k);
@@ -112,66 +187,80 @@ i64 Job::run_pipelined(i64 steps) {
 }
 
 void Job::run_model_groups() {
-  try {
-    const i64 row = lanes_ * 256, half = (lanes_ + 1) / 2;
-    std::vector<u8> prev(size_t(lanes_), BOS);
-    i64 k = lanes_;
-    for (i64 t = 0; t < span_; ++t) {
-      k = active_at(t, k);
-      const i64 cut = std::min(half, k);
-      for (int g = 0; g < 2; ++g) {
-        const i64 lo = g ? cut : 0, hi = g ? k : cut;
-        {
-          std::unique_lock<std::mutex> lock(mu_);  // group g's bytes of step t - 1 decoded
-          cv_.wait(lock, [&] { return stop_ || group_coded_[g] >= t; });
+  const i64 L = lanes_, row = L * 256;
+  std::vector<u8> prev(size_t(L), BOS);
+  i64 k = L;
+  for (i64 t = 0; t < span_; ++t) {
+    k = active_at(t, k);
+    i64 cut;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      model_waited_ += wait(lock, [&] { return cuts_ > t; });
+      if (stop_) return;
+      cut = std::min(ring_cut_[size_t(t % 2)], k);
+    }
+    const i64 half = (cut + 1) / 2;
+    for (int g = 0; g < 2; ++g) {
+      const i64 lo = g ? half : 0, hi = g ? cut : half;
+      if (lo < hi) {
+        if (t > 0) {  // the group's bytes of step t - 1 decoded
+          std::unique_lock<std::mutex> lock(mu_);
+          model_waited_ += wait(lock, [&] { return used_ >= (t - 1) * L + hi; });
           if (stop_) return;
-          if (g == 0) ring_active_[size_t(t % 2)] = k;
         }
         for (i64 b = lo; b < hi; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
-        model_->step_lanes(*state_, prev.data(), lo, hi, &freq_[size_t((t % 2) * row)], *model_pool_);
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          ++group_made_[g];
-        }
-        cv_.notify_all();
+        model_->step_lanes(*state_, t, prev.data(), lo, hi, &freq_[size_t((t % 2) * row)], *model_pool_);
       }
-      model_->end_step(*state_);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        made_ = t * L + hi;
+      }
+      cv_.notify_all();
     }
-  } catch (...) {
-    std::lock_guard<std::mutex> lock(mu_);
-    failed_ = std::current_exception();
-    cv_.notify_all();
   }
 }
 
 i64 Job::run_groups(i64 steps) {
-  if (!model_thread_.joinable() && t_ < span_) model_thread_ = std::thread([this] { run_model_groups(); });
-  const i64 t1 = std::min(span_, t_ + steps), row = lanes_ * 256, half = (lanes_ + 1) / 2;
+  const i64 t1 = std::min(span_, t_ + steps), L = lanes_, row = L * 256;
+  if (!model_thread_.joinable() && t_ < span_) {
+    const i64 k = active_at(0, L);
+    step_own_lanes(0, std::min(ring_cut_[0], k), k);
+    start_model();
+  }
   i64 coded = 0;
   for (; t_ < t1; ++t_) {
+    const i64 k = active_ = active_at(t_, active_), cut = std::min(ring_cut_[size_t(t_ % 2)], k);
+    const i64 half = (cut + 1) / 2;
     const i64* f = &freq_[size_t((t_ % 2) * row)];
-    for (int g = 0; g < 2; ++g) {
-      i64 k;
-      {
+    steer();
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // the model's threads read it once this step's first half is decoded
+      ring_cut_[size_t((t_ + 1) % 2)] = next_cut_;
+      cuts_ = t_ + 2;
+    }
+    cv_.notify_all();
+    const i64 ends[3] = {half, cut, k};
+    for (int g = 0; g < 3; ++g) {
+      const i64 lo = g ? ends[g - 1] : 0, hi = ends[g];
+      if (g < 2) {  // the model's rows
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return group_made_[g] > t_ || failed_; });
-        if (group_made_[g] <= t_) std::rethrow_exception(failed_);  // the model failed
-        k = ring_active_[size_t(t_ % 2)];
+        coder_waited_ += wait(lock, [&] { return made_ >= t_ * L + hi; });
+        if (made_ < t_ * L + hi) std::rethrow_exception(failed_);  // the model failed
       }
-      const i64 cut = std::min(half, k), lo = g ? cut : 0, hi = g ? k : cut;
       coder_->code_lanes(f, sym_.data(), lo, hi);
       for (i64 b = lo; b < hi; ++b) grid_[size_t(b * span_ + t_)] = sym_[size_t(b)];
-      if (g == 1) {
-        coder_->end_step(k);
-        active_ = k;
-        if (measure_) count_model_bits(f, k);
-        coded += k;
-      }
       {
         std::lock_guard<std::mutex> lock(mu_);
-        ++group_coded_[g];
+        used_ = g < 2 ? t_ * L + hi : (t_ + 1) * L;
       }
       cv_.notify_all();
+    }
+    coder_->end_step(k);
+    if (measure_) count_model_bits(f, k);
+    coded += k;
+    if (t_ + 1 < span_) {
+      const i64 k1 = active_at(t_ + 1, k);
+      step_own_lanes(t_ + 1, std::min(ring_cut_[size_t((t_ + 1) % 2)], k1), k1);
     }
   }
   return coded;

@@ -10,14 +10,21 @@
 // and Ctrl-C keep working between chunks.
 //
 // With two threads or more the model runs on threads of its own (the pool but the coder's
-// thread) beside the coder. Encoding, every byte is known in advance, so the model runs ahead
-// into a ring of rows, up to `ring` steps. Decoding, a step needs the bytes of the step before,
-// so the lanes are cut in two groups: the model steps one group while the coder decodes the
-// other, in the coder's own order (group A's lanes, then B's, then the step's end), so the
-// symbols are the same. The model's thread lives as long as the job and runs across `run`
-// calls, so Python's chunks do not cut the pipeline. The rows are the same, so the payload is too.
+// thread) beside the coder, and since the model alone is most of a step, the coder's thread
+// shares it: the model's threads step a step's lanes [0, cut), the coder steps [cut, k) itself.
+// Encoding, every byte is known in advance, so the model's threads run ahead into a ring of rows,
+// up to `ring` steps. Decoding, a step needs the bytes of the step before: the model's threads
+// step lanes [0, cut) in two halves, each as soon as the coder has decoded its lanes' bytes of
+// the step before, while the coder decodes the other half, and the coder steps its own lanes
+// once it has decoded the whole step. The coder codes in its own order (lanes 0 .. k - 1, then
+// the step's end), so the symbols are the same. The cut follows the time: every BALANCE_STEPS
+// steps it moves a lane toward the side that waited less (a lane changes sides only once the
+// side it leaves has stepped it). The model's thread lives as long as the job and runs across
+// `run` calls, so Python's chunks do not cut the pipeline. The rows are the same, so the payload is too.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -34,6 +41,8 @@ namespace shazip::block {
 
 constexpr u8 BOS = 0;  // the "previous byte" fed to every lane at its start
 constexpr i64 RING_STEPS = 16;  // pipelined: how many steps' rows the model may run ahead, by default
+constexpr i64 BALANCE_STEPS = 16;  // pipelined: steps between two moves of the cut
+constexpr std::chrono::microseconds SPIN{30};  // pipelined: how long a side spins before it sleeps
 
 // Codes one step's symbols of the k active lanes: an encoder reads sym, a decoder writes it. A
 // step may be cut in lane ranges: code_lanes for each range of [0, k) in lane order (freq and sym
@@ -55,9 +64,11 @@ class Job {
  public:
   // data: the block's bytes (encoding) or nullptr (decoding, n bytes to produce). model: nullptr
   // for a stage without the NN input (its rows are then uniform and never read). ring: pipelined,
-  // how many steps' rows the model may run ahead (>= 1; the bytes do not depend on it)
+  // how many steps' rows the model may run ahead (>= 1; the bytes do not depend on it).
+  // cut_seed: pipelined, 0 for the cut that follows the time, else every step's cut drawn from a
+  // generator with this seed (the bytes do not depend on it: tests move it at random)
   Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool, std::unique_ptr<SymbolCoder> coder,
-      i64 n, i64 lanes, const u8* data, bool measure, i64 ring = RING_STEPS);
+      i64 n, i64 lanes, const u8* data, bool measure, i64 ring = RING_STEPS, u64 cut_seed = 0);
   ~Job();  // stops and joins the model's thread, if any
   Job(const Job&) = delete;  // the model's thread holds `this`
   Job& operator=(const Job&) = delete;
@@ -74,11 +85,23 @@ class Job {
 
  private:
   i64 run_pipelined(i64 steps);
-  // the model's thread: every step of the block into the ring, at most ring_ steps ahead
+  // starts the model's thread: run_model (encoding) or run_model_groups (decoding)
+  void start_model();
+  // encoding: the model's thread: every step's lanes [0, cut) into the ring, at most ring_ steps ahead
   void run_model();
-  // decoding: the coder's side and the model's of the two lane groups' alternation
+  // decoding: the coder's side and the model's of the lane groups' alternation
   i64 run_groups(i64 steps);
   void run_model_groups();
+  // the coder steps lanes [lo, hi) of step t itself (their bytes of t - 1 known), into t's ring slot
+  void step_own_lanes(i64 t, i64 lo, i64 hi);
+  // the coder, before each step: every BALANCE_STEPS steps, moves the cut a lane toward the side
+  // that waited less (or draws it, given a seed)
+  void steer();
+  // waits under `lock` until done() (or the model's thread failed, or stop_), spinning a few
+  // microseconds before it sleeps (the other side is often that near, and waking a thread costs
+  // about as much); returns the seconds waited. done() reads only atomics.
+  template <class Done>
+  double wait(std::unique_lock<std::mutex>& lock, Done done);
   // the lanes still active at step t (a prefix), from k, those active before it
   i64 active_at(i64 t, i64 k) const;
   // adds -log2 of the model's probability of each of the step's k coded bytes (sym_) under its rows
@@ -93,13 +116,21 @@ class Job {
   std::vector<u8> prev_, sym_;
   std::vector<i64> freq_;  // the step's rows; pipelined: a ring of ring_ steps' rows (decoding: 2)
   std::unique_ptr<ThreadPool> model_pool_;  // pipelined: the model's team (the rest of the pool but the coder's thread)
+  std::unique_ptr<ThreadPool> coder_team_;  // pipelined: the coder's thread alone, for the lanes past the cut
   // pipelined: the ring's state, shared with the model's thread under mu_
   std::mutex mu_;
   std::condition_variable cv_;
-  i64 made_ = 0, used_ = 0;        // steps whose rows are in the ring, and that the coder has coded
-  i64 group_made_[2] = {0, 0};     // decoding: steps whose group g rows are in, and that are decoded
-  i64 group_coded_[2] = {0, 0};
-  std::vector<i64> ring_active_;   // each ring slot's active lanes
+  // encoding: steps whose rows are in the ring, and that the coder has coded. Decoding, counted in
+  // lanes (t * lanes_ + b: step t's lanes [0, b)): rows the model's threads have made, and bytes
+  // the coder has decoded
+  std::atomic<i64> made_{0}, used_{0};
+  std::vector<i64> ring_active_, ring_cut_;  // each ring slot's active lanes (encoding) and cut
+  // the cut steer() chose; decoding, the steps whose cut is in the ring (the coder's step and the next)
+  i64 next_cut_ = 0;
+  std::atomic<i64> cuts_{0};
+  u64 cut_seed_;
+  double coder_waited_ = 0.0, model_waited_ = 0.0;  // seconds, since steered_at_
+  std::chrono::steady_clock::time_point steered_at_;
   bool stop_ = false;
   std::exception_ptr failed_;
   std::thread model_thread_;

@@ -264,9 +264,11 @@ void Model::ensure_scratch(State& s, i64 rows, int members) const {
   s.scratch_rows = rows;
 }
 
-void Model::step_lanes(State& s, const u8* prev, i64 lo, i64 hi, i64* freq, ThreadPool& pool) const {
+void Model::step_lanes(State& s, i64 t, const u8* prev, i64 lo, i64 hi, i64* freq, ThreadPool& pool,
+                       int first_member) const {
   require(s.owner == this, "this state belongs to another model");
   require(lo >= 0 && lo <= hi && hi <= s.lanes, "active lanes out of range");
+  require(t >= 0 && first_member >= 0, "a step is a count, and members are counted from 0");
   const i64 n = hi - lo;
   const int T = pool.size();
   // Each member takes SOLO_LANES lanes or more: each streams every weight from memory once a
@@ -275,13 +277,13 @@ void Model::step_lanes(State& s, const u8* prev, i64 lo, i64 hi, i64* freq, Thre
   // caller alone: 32 lanes on 16 threads run on 8, not on one.
   const int use = int(std::min<i64>(T, n / SOLO_LANES));
   // rows per member: ceil(lanes / T) when all work; below that, at most 2 * SOLO_LANES - 1
-  ensure_scratch(s, std::max((s.lanes + T - 1) / T, std::min(s.lanes, 2 * SOLO_LANES - 1)), T);
+  ensure_scratch(s, std::max((s.lanes + T - 1) / T, std::min(s.lanes, 2 * SOLO_LANES - 1)), first_member + T);
   if (use <= 1) {
-    if (n > 0) lanes(s, lo, hi, prev, freq, *s.scratch[0]);
+    if (n > 0) lanes(s, t, lo, hi, prev, freq, *s.scratch[size_t(first_member)]);
   } else {
     pool.run([&](int member) {
       const i64 a = lo + n * member / use, b = lo + n * (member + 1) / use;
-      if (member < use && a < b) lanes(s, a, b, prev, freq, *s.scratch[member]);
+      if (member < use && a < b) lanes(s, t, a, b, prev, freq, *s.scratch[size_t(first_member + member)]);
     });
   }
 }
@@ -291,7 +293,7 @@ void Model::gemm(const i8* a, i64 rows, const Linear& l, int part, i32* c, Scrat
 }
 
 // The step for lanes [lo, hi): local row b is lane lo + b.
-void Model::lanes(State& s, i64 lo, i64 hi, const u8* prev, i64* freq, Scratch& w) const {
+void Model::lanes(State& s, i64 t, i64 lo, i64 hi, const u8* prev, i64* freq, Scratch& w) const {
   const Kernels& k = k_;
   const i64 B = hi - lo, d = d_, DB = db_;
   i64* h = w.h;
@@ -312,7 +314,7 @@ void Model::lanes(State& s, i64 lo, i64 hi, const u8* prev, i64* freq, Scratch& 
       k.lstm_cell(w.acc0 + b * 4 * d, w.acc1 + b * 4 * d, w.e[b], blk.lstm.m[0].data(), blk.lstm.m[1].data(),
                   blk.lstm.bias.data(), blk.lstm.shift, sig_.data(), tanh_.data(), d, c + b * d, hq + b * d,
                   h + b * d, w.cell);
-    if (blk.attn) attend(blk, s, lo, B, w);
+    if (blk.attn) attend(blk, s, t, lo, B, w);
     // h = ln_ff(h) + Boom(ln_xff(h))
     for (i64 b = 0; b < B; ++b) {
       k.layer_norm(h + b * d, blk.ln_ff.gain.data(), blk.ln_ff.bias.data(), d, w.ff + b * d);
@@ -332,11 +334,11 @@ void Model::lanes(State& s, i64 lo, i64 hi, const u8* prev, i64* freq, Scratch& 
                freq + (lo + b) * VOCAB, w.big);
 }
 
-// quant.IntModel._attend for lanes [lo, lo + B), then h = ln_mid(h) + attention; writes the
-// lanes' ring slot after using the ring.
-void Model::attend(const Block& blk, State& s, i64 lo, i64 B, Scratch& w) const {
+// quant.IntModel._attend for lanes [lo, lo + B) at step pos, then h = ln_mid(h) + attention;
+// writes the lanes' ring slot after using the ring.
+void Model::attend(const Block& blk, State& s, i64 pos, i64 lo, i64 B, Scratch& w) const {
   const Kernels& k = k_;
-  const i64 d = d_, M = M_, pos = s.pos;
+  const i64 d = d_, M = M_;
   const i64 slot = pos % M, filled = std::min(pos, M);
   i64* h = w.h;
   for (i64 b = 0; b < B; ++b) {

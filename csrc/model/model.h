@@ -95,13 +95,19 @@ class Model {
   // freq[b * 256 + j] (every entry >= 1) for b < active, and advances pos by one. Lanes >= active
   // are not computed (finished lanes: the caller never asks for them again).
   void step(State& s, const u8* prev, i64 active, i64* freq, ThreadPool& pool) const {
-    step_lanes(s, prev, 0, active, freq, pool);
-    end_step(s);
+    step_lanes(s, s.pos, prev, 0, active, freq, pool);
+    s.pos += 1;
   }
-  // The same step cut in lane ranges: step_lanes for each range of [0, active) (prev and freq
-  // indexed by lane, as above), then end_step; the lanes are independent, so the rows are step's.
-  void step_lanes(State& s, const u8* prev, i64 lo, i64 hi, i64* freq, ThreadPool& pool) const;
-  void end_step(State& s) const { s.pos += 1; }
+  // Step t of lanes [lo, hi) alone (prev and freq indexed by lane, as above), every one of which
+  // has had steps 0 .. t - 1: the lanes are independent, so the rows are step's. s.pos is neither
+  // read nor moved (a caller that steps lane ranges each at its own pace keeps the count). Calls
+  // may run at once from several threads on disjoint lane ranges, each pool's members using
+  // working memory first_member .. first_member + pool.size() - 1, once reserve() has made it.
+  void step_lanes(State& s, i64 t, const u8* prev, i64 lo, i64 hi, i64* freq, ThreadPool& pool,
+                  int first_member = 0) const;
+  // Working memory for `members` pool members in all, each for any number of lanes (what
+  // step_lanes would otherwise make on its first call, which must not happen on two threads at once).
+  void reserve(State& s, int members) const { ensure_scratch(s, s.lanes, members); }
   const Kernels& kernels() const { return k_; }
   i64 d_model() const { return d_; }
   i64 d_boom() const { return db_; }
@@ -126,8 +132,8 @@ class Model {
     bool attn = false;
   };
 
-  void lanes(State& s, i64 lo, i64 hi, const u8* prev, i64* freq, Scratch& w) const;
-  void attend(const Block& blk, State& s, i64 lo, i64 B, Scratch& w) const;
+  void lanes(State& s, i64 t, i64 lo, i64 hi, const u8* prev, i64* freq, Scratch& w) const;
+  void attend(const Block& blk, State& s, i64 pos, i64 lo, i64 B, Scratch& w) const;
   void ensure_scratch(State& s, i64 rows, int members) const;
   Linear linear(const Arrays& t, const std::string& name, int parts, i64 shift, i64 K, i64 N, const std::string& where);
   void gemm(const i8* a, i64 rows, const Linear& l, int part, i32* c, Scratch& w) const;
