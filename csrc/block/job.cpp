@@ -92,28 +92,38 @@ void Job::steer() {
     return;
   }
   if (t_ % BALANCE_STEPS != BALANCE_STEPS - 1) return;
-  constexpr double SLACK = 0.02;  // of the time since the last move: waits less apart leave the cut
-  const auto now = std::chrono::steady_clock::now();
-  const double window = std::chrono::duration<double>(now - steered_at_).count();
+  // A lane moved from one side to the other changes the difference of their waits by twice its
+  // cost, so it moves only where that difference is more than its cost: the cut never swings
+  // back and forth (one lane stays with the model's thread, not with the coder every other time).
   std::lock_guard<std::mutex> lock(mu_);
-  if (model_waited_ - coder_waited_ > SLACK * window)
+  const double lane = lane_steps_ ? stepped_ / double(lane_steps_) * double(BALANCE_STEPS) : 0.0;
+  if (model_waited_ - coder_waited_ > lane)
     next_cut_ = std::min(lanes_, next_cut_ + 1);  // the model's threads waited: one more lane theirs
-  else if (coder_waited_ - model_waited_ > SLACK * window)
+  else if (coder_waited_ - model_waited_ > lane)
     next_cut_ = std::max<i64>(0, next_cut_ - 1);  // the coder waited: one more lane its own
-  coder_waited_ = model_waited_ = 0.0;
-  steered_at_ = now;
+  coder_waited_ = model_waited_ = stepped_ = 0.0;
+  lane_steps_ = 0;
+}
+
+// steps lanes [lo, hi) of step t (their previous bytes in prev) by `team`, whose members' working
+// memory starts at `first`; counts the time and the lanes for steer()
+void Job::step_timed(i64 t, const u8* prev, i64 lo, i64 hi, ThreadPool& team, int first) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const i64 slot = t % i64(ring_cut_.size());
+  model_->step_lanes(*state_, t, prev, lo, hi, &freq_[size_t(slot * lanes_ * 256)], team, first);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::lock_guard<std::mutex> lock(mu_);
+  stepped_ += took;
+  lane_steps_ += hi - lo;
 }
 
 void Job::step_own_lanes(i64 t, i64 lo, i64 hi) {
   if (lo >= hi) return;
   for (i64 b = lo; b < hi; ++b) prev_[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
-  const i64 slot = t % i64(ring_cut_.size());
-  model_->step_lanes(*state_, t, prev_.data(), lo, hi, &freq_[size_t(slot * lanes_ * 256)], *coder_team_,
-                     model_pool_->size());
+  step_timed(t, prev_.data(), lo, hi, *coder_team_, model_pool_->size());
 }
 
 void Job::start_model() {
-  steered_at_ = std::chrono::steady_clock::now();
   model_thread_ = std::thread([this] {
     try {
       if (encoding_)
@@ -129,7 +139,6 @@ void Job::start_model() {
 }
 
 void Job::run_model() {
-  const i64 row = lanes_ * 256;
   std::vector<u8> prev(size_t(lanes_), BOS);
   i64 k = lanes_, cut = lanes_;
   for (i64 t = 0; t < span_; ++t) {
@@ -144,7 +153,7 @@ void Job::run_model() {
       if (stop_) return;
     }
     for (i64 b = 0; b < cut; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
-    model_->step_lanes(*state_, t, prev.data(), 0, cut, &freq_[size_t((t % ring_) * row)], *model_pool_);
+    if (cut) step_timed(t, prev.data(), 0, cut, *model_pool_, 0);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ring_active_[size_t(t % ring_)] = k;
@@ -187,7 +196,7 @@ i64 Job::run_pipelined(i64 steps) {
 }
 
 void Job::run_model_groups() {
-  const i64 L = lanes_, row = L * 256;
+  const i64 L = lanes_;
   std::vector<u8> prev(size_t(L), BOS);
   i64 k = L;
   for (i64 t = 0; t < span_; ++t) {
@@ -209,7 +218,7 @@ void Job::run_model_groups() {
           if (stop_) return;
         }
         for (i64 b = lo; b < hi; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
-        model_->step_lanes(*state_, t, prev.data(), lo, hi, &freq_[size_t((t % 2) * row)], *model_pool_);
+        step_timed(t, prev.data(), lo, hi, *model_pool_, 0);
       }
       {
         std::lock_guard<std::mutex> lock(mu_);

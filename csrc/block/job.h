@@ -18,8 +18,8 @@
 // the step before, while the coder decodes the other half, and the coder steps its own lanes
 // once it has decoded the whole step. The coder codes in its own order (lanes 0 .. k - 1, then
 // the step's end), so the symbols are the same. The cut follows the time: every BALANCE_STEPS
-// steps it moves a lane toward the side that waited less (a lane changes sides only once the
-// side it leaves has stepped it). The model's thread lives as long as the job and runs across
+// steps it moves a lane toward the side that waited less, where they waited more than a lane's
+// stepping apart (a lane changes sides only once the side it leaves has stepped it). The model's thread lives as long as the job and runs across
 // `run` calls, so Python's chunks do not cut the pipeline. The rows are the same, so the payload is too.
 #pragma once
 
@@ -94,8 +94,9 @@ class Job {
   void run_model_groups();
   // the coder steps lanes [lo, hi) of step t itself (their bytes of t - 1 known), into t's ring slot
   void step_own_lanes(i64 t, i64 lo, i64 hi);
+  void step_timed(i64 t, const u8* prev, i64 lo, i64 hi, ThreadPool& team, int first);
   // the coder, before each step: every BALANCE_STEPS steps, moves the cut a lane toward the side
-  // that waited less (or draws it, given a seed)
+  // that waited less, where that helps (or draws it, given a seed)
   void steer();
   // waits under `lock` until done() (or the model's thread failed, or stop_), spinning a few
   // microseconds before it sleeps (the other side is often that near, and waking a thread costs
@@ -129,8 +130,9 @@ class Job {
   i64 next_cut_ = 0;
   std::atomic<i64> cuts_{0};
   u64 cut_seed_;
-  double coder_waited_ = 0.0, model_waited_ = 0.0;  // seconds, since steered_at_
-  std::chrono::steady_clock::time_point steered_at_;
+  // since the cut last moved: the seconds each side waited, and spent stepping lanes, and how many
+  double coder_waited_ = 0.0, model_waited_ = 0.0, stepped_ = 0.0;
+  i64 lane_steps_ = 0;
   bool stop_ = false;
   std::exception_ptr failed_;
   std::thread model_thread_;
