@@ -4,6 +4,10 @@ method, each refused with an error that names the block."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -234,8 +238,8 @@ def test_the_model_ahead_of_the_coder_changes_no_byte(trained, text, lanes, thre
 def test_how_far_the_model_runs_ahead_changes_no_byte(trained, text, adapt):
     """The model runs at most `ring` steps ahead of the coder (16 unless told), and the coder steps
     the lanes past a cut itself: at any lead, and with the cut drawn at random every step
-    (cut_seed: it moves both ways, to none and to all), the payload is the one coded without the
-    model ahead, with the stage and with the model alone."""
+    (cut_seed: it moves both ways, to none and to all), on idle cores and on busy ones, the
+    payload is the one coded without the model ahead, with the stage and with the model alone."""
     data = text[:3000]
 
     def coded(threads: int, lanes: int, **kw) -> tuple[bool, bytes]:
@@ -252,8 +256,24 @@ def test_how_far_the_model_runs_ahead_changes_no_byte(trained, text, adapt):
         for ring in (1, 2, 5, 16):
             assert coded(3, lanes, ring=ring) == (True, payload), (lanes, ring)
             assert coded(2, lanes, ring=ring, cut_seed=ring) == (True, payload), (lanes, ring)
+        with busy_cores():
+            for ring in (1, 3):
+                assert coded(2, lanes, ring=ring, cut_seed=ring + 10) == (True, payload), (lanes, ring)
     with pytest.raises(ValueError, match="at least one step"):
         coded(3, 2, ring=0)
+
+
+@contextmanager
+def busy_cores():
+    """Every core kept busy by another process meanwhile, so that the threads under test are taken
+    off their cores at any instruction (where a race between them shows)."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
 
 
 @pytest.mark.parametrize("adapt,method", [("cm", Method.MIXED), ("none", Method.MODEL)])
@@ -261,8 +281,9 @@ def test_decoding_in_lane_groups_changes_no_byte(trained, text, adapt, method):
     """Decoding with two threads or more, the model's threads step one half of the lanes before a
     cut while the coder decodes the other, and the coder steps the lanes past the cut itself: the
     bytes of one thread at every lane count. The cut follows the time; drawn at random every step
-    (cut_seed), it moves both ways by any number of lanes, to none and to all, and the bytes stay.
-    A payload cut short is refused from the coder's side while the model's thread waits (no hang)."""
+    (cut_seed), it moves both ways by any number of lanes, to none and to all, and the bytes stay,
+    on idle cores and on busy ones. A payload cut short is refused from the coder's side while the
+    model's thread waits (no hang)."""
     data = text[:6000]
     for lanes in (2, 3, 7):
         blob = shazip.compress(data, model=trained, lanes=lanes, block_size=3000, adapt=adapt,
@@ -275,16 +296,22 @@ def test_decoding_in_lane_groups_changes_no_byte(trained, text, adapt, method):
         stage = AdaptiveStage(AdaptiveParams().fitted(3000)).native if adapt == "cm" else None
         return core.load().Job(engine.model, engine.pool, 3000, lanes, stage=stage, **kw)
 
+    def decoded(threads: int, lanes: int, payload: bytes, seed: int) -> bytes:
+        decoder = job(threads, lanes, payload=payload, cut_seed=seed)
+        assert decoder.pipelined
+        while not decoder.done:
+            decoder.run(11)
+        return decoder.result()
+
     for lanes in (2, 5, 9):
         encoder = job(1, lanes, data=data[:3000])
         encoder.run(3000)
         payload = encoder.result()
         for threads, seed in ((2, 1), (2, 2), (3, 3), (4, 4)):
-            decoder = job(threads, lanes, payload=payload, cut_seed=seed)
-            assert decoder.pipelined
-            while not decoder.done:
-                decoder.run(11)
-            assert decoder.result() == data[:3000], (lanes, threads, seed)
+            assert decoded(threads, lanes, payload, seed) == data[:3000], (lanes, threads, seed)
+        with busy_cores():
+            for threads, seed in ((2, 5), (2, 6), (3, 7)):
+                assert decoded(threads, lanes, payload, seed) == data[:3000], (lanes, threads, seed)
     decoder = job(2, 4, payload=b"\x5a" * 40, overrun=0)
     assert decoder.pipelined
     with pytest.raises(core.load().DataError):

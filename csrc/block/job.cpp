@@ -38,7 +38,7 @@ Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> 
     // a start that steer() corrects: with one thread for the model, a quarter of the lanes the coder's
     next_cut_ = model_pool_->size() == 1 ? lanes - lanes / 4 : lanes;
     ring_cut_.assign(size_t(slots), next_cut_);
-    cuts_ = 2;
+    cuts_ = 1;  // step 0's; the coder decides each next one as it begins a step
   }
 }
 
@@ -196,7 +196,7 @@ i64 Job::run_pipelined(i64 steps) {
 }
 
 void Job::run_model_groups() {
-  const i64 L = lanes_;
+  const i64 L = lanes_, W = L + 1;  // made_ and used_ count step t's lanes [0, b) as t * W + b
   std::vector<u8> prev(size_t(L), BOS);
   i64 k = L;
   for (i64 t = 0; t < span_; ++t) {
@@ -214,7 +214,7 @@ void Job::run_model_groups() {
       if (lo < hi) {
         if (t > 0) {  // the group's bytes of step t - 1 decoded
           std::unique_lock<std::mutex> lock(mu_);
-          model_waited_ += wait(lock, [&] { return used_ >= (t - 1) * L + hi; });
+          model_waited_ += wait(lock, [&] { return used_ >= (t - 1) * W + hi; });
           if (stop_) return;
         }
         for (i64 b = lo; b < hi; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
@@ -222,7 +222,7 @@ void Job::run_model_groups() {
       }
       {
         std::lock_guard<std::mutex> lock(mu_);
-        made_ = t * L + hi;
+        made_ = t * W + hi;
       }
       cv_.notify_all();
     }
@@ -230,7 +230,7 @@ void Job::run_model_groups() {
 }
 
 i64 Job::run_groups(i64 steps) {
-  const i64 t1 = std::min(span_, t_ + steps), L = lanes_, row = L * 256;
+  const i64 t1 = std::min(span_, t_ + steps), L = lanes_, W = L + 1, row = L * 256;
   if (!model_thread_.joinable() && t_ < span_) {
     const i64 k = active_at(0, L);
     step_own_lanes(0, std::min(ring_cut_[0], k), k);
@@ -253,14 +253,14 @@ i64 Job::run_groups(i64 steps) {
       const i64 lo = g ? ends[g - 1] : 0, hi = ends[g];
       if (g < 2) {  // the model's rows
         std::unique_lock<std::mutex> lock(mu_);
-        coder_waited_ += wait(lock, [&] { return made_ >= t_ * L + hi; });
-        if (made_ < t_ * L + hi) std::rethrow_exception(failed_);  // the model failed
+        coder_waited_ += wait(lock, [&] { return made_ >= t_ * W + hi; });
+        if (made_ < t_ * W + hi) std::rethrow_exception(failed_);  // the model failed
       }
       coder_->code_lanes(f, sym_.data(), lo, hi);
       for (i64 b = lo; b < hi; ++b) grid_[size_t(b * span_ + t_)] = sym_[size_t(b)];
       {
         std::lock_guard<std::mutex> lock(mu_);
-        used_ = g < 2 ? t_ * L + hi : (t_ + 1) * L;
+        used_ = t_ * W + hi;
       }
       cv_.notify_all();
     }

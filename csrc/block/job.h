@@ -122,8 +122,8 @@ class Job {
   std::mutex mu_;
   std::condition_variable cv_;
   // encoding: steps whose rows are in the ring, and that the coder has coded. Decoding, counted in
-  // lanes (t * lanes_ + b: step t's lanes [0, b)): rows the model's threads have made, and bytes
-  // the coder has decoded
+  // lanes, t * (lanes_ + 1) + b for step t's lanes [0, b) (b <= lanes_, so that no step's count
+  // is another's): rows the model's threads have made, and bytes the coder has decoded
   std::atomic<i64> made_{0}, used_{0};
   std::vector<i64> ring_active_, ring_cut_;  // each ring slot's active lanes (encoding) and cut
   // the cut steer() chose; decoding, the steps whose cut is in the ring (the coder's step and the next)
