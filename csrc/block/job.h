@@ -19,8 +19,9 @@
 // once it has decoded the whole step. The coder codes in its own order (lanes 0 .. k - 1, then
 // the step's end), so the symbols are the same. The cut follows the time: every BALANCE_STEPS
 // steps it moves a lane toward the side that waited less, where they waited more than a lane's
-// stepping apart (a lane changes sides only once the side it leaves has stepped it). The model's thread lives as long as the job and runs across
-// `run` calls, so Python's chunks do not cut the pipeline. The rows are the same, so the payload is too.
+// stepping apart (a lane changes sides only once the side it leaves has stepped it). The
+// model's thread lives as long as the job and runs across `run` calls, so Python's chunks do
+// not cut the pipeline. The rows are the same, so the payload is too.
 #pragma once
 
 #include <atomic>
@@ -94,6 +95,7 @@ class Job {
   void run_model_groups();
   // the coder steps lanes [lo, hi) of step t itself (their bytes of t - 1 known), into t's ring slot
   void step_own_lanes(i64 t, i64 lo, i64 hi);
+  // either side's step of lanes [lo, hi), timed for steer()
   void step_timed(i64 t, const u8* prev, i64 lo, i64 hi, ThreadPool& team, int first);
   // the coder, before each step: every BALANCE_STEPS steps, moves the cut a lane toward the side
   // that waited less, where that helps (or draws it, given a seed)
@@ -126,9 +128,8 @@ class Job {
   // is another's): rows the model's threads have made, and bytes the coder has decoded
   std::atomic<i64> made_{0}, used_{0};
   std::vector<i64> ring_active_, ring_cut_;  // each ring slot's active lanes (encoding) and cut
-  // the cut steer() chose; decoding, the steps whose cut is in the ring (the coder's step and the next)
-  i64 next_cut_ = 0;
-  std::atomic<i64> cuts_{0};
+  i64 next_cut_ = 0;           // the cut steer() chose
+  std::atomic<i64> cuts_{0};    // decoding: the steps whose cut is in the ring (the coder's step and the next)
   u64 cut_seed_;
   // since the cut last moved: the seconds each side waited, and spent stepping lanes, and how many
   double coder_waited_ = 0.0, model_waited_ = 0.0, stepped_ = 0.0;
