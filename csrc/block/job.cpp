@@ -105,12 +105,14 @@ void Job::steer() {
   lane_steps_ = 0;
 }
 
-// steps lanes [lo, hi) of step t (their previous bytes in prev) by `team`, whose members' working
-// memory starts at `first`; counts the time and the lanes for steer()
-void Job::step_timed(i64 t, const u8* prev, i64 lo, i64 hi, ThreadPool& team, int first) {
+// steps lanes [lo, hi) of step t by `team`, whose members' working memory starts at `first`, their
+// bytes of step t - 1 gathered into prev; counts the time and the lanes for steer()
+void Job::step_timed(i64 t, std::vector<u8>& prev, i64 lo, i64 hi, ThreadPool& team, int first) {
+  if (lo >= hi) return;
+  for (i64 b = lo; b < hi; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
   const auto t0 = std::chrono::steady_clock::now();
   const i64 slot = t % i64(ring_cut_.size());
-  model_->step_lanes(*state_, t, prev, lo, hi, &freq_[size_t(slot * lanes_ * 256)], team, first);
+  model_->step_lanes(*state_, t, prev.data(), lo, hi, &freq_[size_t(slot * lanes_ * 256)], team, first);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard<std::mutex> lock(mu_);
   stepped_ += took;
@@ -118,9 +120,7 @@ void Job::step_timed(i64 t, const u8* prev, i64 lo, i64 hi, ThreadPool& team, in
 }
 
 void Job::step_own_lanes(i64 t, i64 lo, i64 hi) {
-  if (lo >= hi) return;
-  for (i64 b = lo; b < hi; ++b) prev_[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
-  step_timed(t, prev_.data(), lo, hi, *coder_team_, model_pool_->size());
+  step_timed(t, prev_, lo, hi, *coder_team_, model_pool_->size());
 }
 
 void Job::start_model() {
@@ -152,8 +152,7 @@ void Job::run_model() {
       if (cut > was) model_waited_ += wait(lock, [&] { return used_ >= t; });
       if (stop_) return;
     }
-    for (i64 b = 0; b < cut; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
-    if (cut) step_timed(t, prev.data(), 0, cut, *model_pool_, 0);
+    step_timed(t, prev, 0, cut, *model_pool_, 0);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ring_active_[size_t(t % ring_)] = k;
@@ -217,8 +216,7 @@ void Job::run_model_groups() {
           model_waited_ += wait(lock, [&] { return used_ >= (t - 1) * W + hi; });
           if (stop_) return;
         }
-        for (i64 b = lo; b < hi; ++b) prev[size_t(b)] = t ? grid_[size_t(b * span_ + t - 1)] : BOS;
-        step_timed(t, prev.data(), lo, hi, *model_pool_, 0);
+        step_timed(t, prev, lo, hi, *model_pool_, 0);
       }
       {
         std::lock_guard<std::mutex> lock(mu_);

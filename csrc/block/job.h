@@ -95,8 +95,8 @@ class Job {
   void run_model_groups();
   // the coder steps lanes [lo, hi) of step t itself (their bytes of t - 1 known), into t's ring slot
   void step_own_lanes(i64 t, i64 lo, i64 hi);
-  // either side's step of lanes [lo, hi), timed for steer()
-  void step_timed(i64 t, const u8* prev, i64 lo, i64 hi, ThreadPool& team, int first);
+  // either side's step of lanes [lo, hi) (their previous bytes gathered into prev), timed for steer()
+  void step_timed(i64 t, std::vector<u8>& prev, i64 lo, i64 hi, ThreadPool& team, int first);
   // the coder, before each step: every BALANCE_STEPS steps, moves the cut a lane toward the side
   // that waited less, where that helps (or draws it, given a seed)
   void steer();
