@@ -3,7 +3,7 @@ several lane counts (its step as a CUDA graph, and eager for comparison), the CP
 choice with every core; every round trip checked
 and the GPU's archive decoded by the CPU. One JSON line a row, all rows in `--out`.
 
-    python benchmarks/gpu/bench.py --input gpu-run/mixed.txt.zst --mib 8 --out $OUT/bench.json
+    python benchmarks/gpu/bench.py --input gpu-run/mixed.txt.xz --mib 8 --out $OUT/bench.json
 
 Run by benchmarks/gpu/run.sh on the device machine; runs anywhere with `--no-gpu` (the CPU row only).
 """
@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import os
 import platform
 import time
 from pathlib import Path
-
-import zstandard
 
 import shazip
 from shazip import core
@@ -64,7 +63,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     raw = args.input.read_bytes()
-    text = zstandard.ZstdDecompressor().decompressobj().decompress(raw) if args.input.suffix == ".zst" else raw
+    text = lzma.decompress(raw) if args.input.suffix == ".xz" else raw
     data = text[:int(args.mib * (1 << 20))]
     rows = []
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),

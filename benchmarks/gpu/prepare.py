@@ -6,9 +6,10 @@ folder that travels with the working tree (git-ignored; name it in the device to
 It holds
 - `wheels/`: pybind11 (the core's build needs >= 2.12; the device machine's may be older, and it
   has no network);
-- `mixed.txt.zst`: >= 32 MiB of mixed text (books in several languages, code, markup, logs,
+- `mixed.txt.xz`: >= 32 MiB of mixed text (books in several languages, code, markup, logs,
   CRLF text, Wikipedia), slices of every file of ../shared/data/general and a Wikipedia file,
-  for the benchmark;
+  for the benchmark; xz (Python's lzma) because the device machine has the standard library but
+  not zstandard;
 - `archives/`: archives made here on the CPU at levels 3 .. 9, `--adapt none`, several frames
   and `-T 2`, each with its input and its options in `manifest.json`, for tests/test_gpu.py:
   the GPU must decode them and, given the same options (the same lane layout), write the very
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import lzma
 import subprocess
 import sys
 from pathlib import Path
@@ -63,7 +65,7 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "pybind11>=2.12", "-d",
                     str(out / "wheels")], check=True)
     text = mixed(args.mib << 20)
-    (out / "mixed.txt.zst").write_bytes(zstandard.ZstdCompressor(level=19, threads=-1).compress(text))
+    (out / "mixed.txt.xz").write_bytes(lzma.compress(text, format=lzma.FORMAT_XZ, preset=6))
     arch = out / "archives"
     arch.mkdir(exist_ok=True)
     data = text[len(text) // 2:len(text) // 2 + SLICE]  # (a slice of every kind would be too long: one from the middle)
