@@ -16,11 +16,12 @@ import itertools
 import numbers
 import threading
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterable, Iterator
 
 from .codec.engines import (
-    BY_ID, DEVICES, ENGINES, FloatEngine, Hardware, IntEngine, check_replayable, engine_for, int_engine, torch_threads,
+    BY_ID, DEVICES, ENGINES, FloatEngine, Hardware, IntEngine, LaneBatching, TwinEngine, check_replayable, engine_for,
+    int_engine, torch_threads,
 )
 from .codec.frames import Frame, index, ordered_map
 from .errors import ArchiveError, CorruptArchive, ModelError, ShazipError, UnsupportedVersion, UsageError
@@ -33,8 +34,8 @@ from .format.container import (
 from .format.header import COMPACT, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, Header, chained
 from .modelfile import LoadedModel, find_model, load_model, model_from_bytes, model_label, stored_name
 from .options import (
-    ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
-    DEFAULT_LEVEL, LEVELS, LanePolicy, Level, lane_policy,
+    ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
+    DEFAULT_LEVEL, LEVELS, LanePolicy, Level, frame_size_for, lane_policy,
 )
 
 if TYPE_CHECKING:
@@ -97,9 +98,29 @@ class _Once:
 
 
 def _engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel], threads: int,
-            device: str) -> _Once:
-    """The engine, built on first use; `device` resolved (`Hardware`)."""
-    return _Once(lambda: FloatEngine(loaded(), threads) if kind is FloatEngine else int_engine(loaded(), device, threads))
+            device: str, batching: LaneBatching | None = None, worker: int = 0) -> _Once:
+    """The engine, built on first use; `device` resolved (`Hardware`). With `batching` (frames
+    at once on a GPU), frame worker `worker`'s, whose lanes step in a batch shared with others."""
+    def make() -> IntEngine | TwinEngine | FloatEngine:
+        if kind is FloatEngine:
+            return FloatEngine(loaded(), threads)
+        return int_engine(loaded(), device, threads) if batching is None else batching.engine(loaded(), worker)
+    return _Once(make)
+
+
+@dataclass
+class _Engines:
+    """A worker's engines by archive kind (engine, model), each built on first use and kept for
+    the next archive of that kind; with `batching`, frame worker `worker`'s."""
+    batching: LaneBatching | None = None
+    worker: int = 0
+    made: dict[tuple, _Once] = field(default_factory=dict)
+
+    def of(self, key: tuple, kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel],
+           threads: int, device: str) -> _Once:
+        if key not in self.made:
+            self.made[key] = _engine(kind, loaded, threads, device, self.batching, self.worker)
+        return self.made[key]
 
 
 def _threads(kind: type[IntEngine] | type[FloatEngine] | None, n: int) -> ContextManager:
@@ -128,7 +149,8 @@ class Compressor:
     core), "cuda" (the torch twin on a GPU; needs torch with CUDA) or "auto" (CUDA where there
     is one); archives are the same bytes on every device. `methods` restricts the block methods
     tried (e.g. {Method.MIXED} to measure the model). `frame_size`: input bytes per frame (a
-    whole number of blocks, rounded up; 0: one archive however long the input), each an
+    whole number of blocks, rounded up; 0: one archive however long the input; None: 16 MiB on
+    the CPU, 2 MiB on a GPU, options.GPU_FRAME_SIZE says why), each an
     archive of its own tied to the frame before it (chain.py), so that `compress_stream` makes
     `threads` frames at once with the int8 engine on the CPU; the bytes do not depend on
     `threads`. The float32 engine writes one archive (its format has no frame fields)."""
@@ -136,11 +158,11 @@ class Compressor:
     def __init__(self, model: str | LoadedModel = "default", *, level: int = DEFAULT_LEVEL, lanes: int | None = None,
                  block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8",
                  adapt: str | AdaptiveParams = "cm", device: str = "cpu", methods: frozenset[Method] = ALL_METHODS,
-                 frame_size: int = DEFAULT_FRAME_SIZE) -> None:
+                 frame_size: int | None = None) -> None:
         for name, value in (("level", level), ("lanes", lanes), ("block_size", block_size), ("threads", threads),
                             ("frame_size", frame_size)):
             if not (isinstance(value, numbers.Integral) and not isinstance(value, bool)) and not (
-                    name == "lanes" and value is None):
+                    name in ("lanes", "frame_size") and value is None):
                 raise TypeError(f"{name} must be an int, not {type(value).__name__!r}")
         if lanes is not None and not 1 <= lanes <= MAX_LANES:
             raise UsageError(f"lanes must be between 1 and {MAX_LANES}")
@@ -148,12 +170,10 @@ class Compressor:
             raise UsageError(f"block size must be between 1 and {MAX_BLOCK_SIZE}")
         if not methods:
             raise UsageError("no block method allowed")
-        if frame_size < 0:
+        if frame_size is not None and frame_size < 0:
             raise UsageError("frame size must be 0 (one frame) or positive")
         if engine not in ENGINES:
             raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
-        # 0: unframed, as the float32 engine's format 1 archives always are (frames are tied in format 4)
-        self.frame_blocks = -(-frame_size // block_size) if engine == "int8" else 0
         if level not in LEVELS:
             raise UsageError(f"level must be between 1 and 9, not {level}")
         if device not in DEVICES:
@@ -161,6 +181,8 @@ class Compressor:
         if device != "cpu" and engine != "int8":
             raise UsageError("only the int8 engine runs on another device than the CPU")
         hw = Hardware.of(threads, device)
+        # 0: unframed, as the float32 engine's format 1 archives always are (frames are tied in format 4)
+        self.frame_blocks = -(-frame_size_for(hw.device, frame_size) // block_size) if engine == "int8" else 0
         lv = LEVELS[level]
         self.lane_policy = lane_policy(lv, lanes, lv.model and hw.device != "cpu")
         self.params = _stage_params(adapt, lv, self.lane_policy)
@@ -183,7 +205,8 @@ class Compressor:
         self._engine = _engine(kind, lambda: loaded, self.threads, hw.device)
         # frames made at once each get an engine of one thread (each built on first use)
         self._parallel = kind is IntEngine and self.threads > 1  # on a GPU too: each frame's stage on its own core
-        self._frame_engines = [_engine(kind, lambda: loaded, 1, hw.device) for _ in range(self.threads)]
+        batching = LaneBatching.of(hw) if kind is IntEngine else None  # on a GPU: their lanes stepped together
+        self._frame_engines = [_engine(kind, lambda: loaded, 1, hw.device, batching, w) for w in range(self.threads)]
 
     def compress_stream(self, src: BinaryIO, dst: BinaryIO, progress: Progress | None = None,
                         stats: CodingStats | None = None) -> int:
@@ -240,8 +263,10 @@ class Compressor:
         return [obj.compress(view[i:i + size]) for i in range(0, len(frame), size)] + [obj.flush()]
 
     def compress(self, data: bytes) -> bytes:
-        obj = self.compressobj()
-        return obj.compress(data) + obj.flush()
+        """`data`'s archive: as `compress_stream` makes it (frames at once where there are several)."""
+        out = io.BytesIO()
+        self.compress_stream(io.BytesIO(_bytes(data)), out)
+        return out.getvalue()
 
     def compressobj(self, progress: Progress | None = None, stats: CodingStats | None = None) -> ShazipCompressor:
         """An incremental compressor for one archive (`compress(data)`, then `flush()`)."""
@@ -366,7 +391,7 @@ def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "de
                     threads: int = 0, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
                     stats: CodingStats | None = None, adapt: str | AdaptiveParams = "cm", device: str = "cpu",
-                    frame_size: int = DEFAULT_FRAME_SIZE) -> int:
+                    frame_size: int | None = None) -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes. The
     options are `Compressor`'s; make one to compress many inputs with one model load."""
     c = Compressor(model, level=level, lanes=lanes, block_size=block_size, threads=threads, engine=engine,
@@ -392,7 +417,7 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
 def _decompressed(src: BinaryIO, model: str | LoadedModel | None, progress: Progress | None, hw: Hardware,
                   concatenated: bool = True, resume: Place | None = None) -> Iterator[bytes]:
     """`iter_decompress` on what it resolved."""
-    engines: dict[tuple, _Once] = {}  # archives of the same model and engine share one
+    engines = _Engines()  # archives of the same model and engine share one
     chain = Chain(resume)
     lead = b""
     while True:
@@ -407,7 +432,7 @@ def _decompressed(src: BinaryIO, model: str | LoadedModel | None, progress: Prog
 
 
 def _frame_blocks(reader: ArchiveReader, chain: Chain, model: str | LoadedModel | None, progress: Progress | None,
-                  hw: Hardware, engines: dict[tuple, _Once]) -> Iterator[bytes]:
+                  hw: Hardware, engines: _Engines) -> Iterator[bytes]:
     """The blocks of the archive `reader` has opened, a frame taken through `chain`: checked
     in its place before any block is decoded, and its data's crc kept for the next frame's
     link; then the seek table after it, checked against the frames."""
@@ -423,7 +448,7 @@ def _frame_blocks(reader: ArchiveReader, chain: Chain, model: str | LoadedModel 
 
 
 def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, progress: Progress | None,
-                    hw: Hardware, engines: dict[tuple, _Once]) -> Iterator[bytes]:
+                    hw: Hardware, engines: _Engines) -> Iterator[bytes]:
     """The blocks of the archive `reader` has opened, decoded and verified."""
     h = reader.header
     kind = BY_ID.get(h.engine)
@@ -447,7 +472,7 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
 
     key = (h.engine, h.engine_version, h.threads, h.model_id, h.model_name)
     threads = h.threads if kind is FloatEngine else hw.threads
-    get_engine = engines.setdefault(key, _engine(kind, loaded, threads, hw.device))
+    get_engine = engines.of(key, kind, loaded, threads, hw.device)
     get_stage = _Once(stage) if h.adapt_version else None
     for bh, payload in reader.blocks():
         from .codec.block import decode_block  # numpy: imported by the first block, not by an empty archive
@@ -477,7 +502,7 @@ class ShazipDecompressor:
 
     def __init__(self, model: str | LoadedModel | None = None, threads: int = 0, device: str = "cpu") -> None:
         self._model, self._hw = model, Hardware.of(threads, device)
-        self._engines: dict[tuple, _Once] = {}
+        self._engines = _Engines()
         self._chain = Chain()
         self._fed = io.BytesIO()
         self._blocks: Iterator[bytes] | None = None  # the frame in hand's blocks
@@ -629,7 +654,8 @@ def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: s
     each worker's engines serve every frame it decodes."""
     lock, reading = threading.Lock(), threading.Lock()
     model = _resolve(model) if model is not None else None  # read once, not once a frame
-    engines: list[dict[tuple, _Once]] = [{} for _ in range(hw.threads)]
+    batching = LaneBatching.of(hw)  # on a GPU: the frames' lanes stepped together
+    engines = [_Engines(batching, w) for w in range(hw.threads)]
 
     def one(worker: int, frame: Frame, check: Callable[[], None]) -> list[bytes]:
         def report(n: int) -> None:  # after every chunk of steps: where a stopped frame ends
@@ -655,11 +681,11 @@ def decode_frame(archive: bytes, place: Place, model: str | LoadedModel | None, 
     """The blocks of one frame decoded alone (frames at once, a Dask task), each verified; the
     frame must stand at `place`, where `frames.index` found it. Its link to the frame before is
     the caller's to check, in order (`linked`)."""
-    return _frame_decoded(archive, place, model, progress, Hardware.of(1, device), {})
+    return _frame_decoded(archive, place, model, progress, Hardware.of(1, device), _Engines())
 
 
 def _frame_decoded(archive: bytes, place: Place, model: str | LoadedModel | None, progress: Progress | None,
-                   hw: Hardware, engines: dict[tuple, _Once]) -> list[bytes]:
+                   hw: Hardware, engines: _Engines) -> list[bytes]:
     """`decode_frame` on what it resolved, with `engines` (by archive kind) to use or keep."""
     reader = ArchiveReader(io.BytesIO(archive))
     blocks = list(_archive_blocks(reader, model, progress, hw, engines))
@@ -703,7 +729,7 @@ def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None
     that ends while a frame is awaited is reported at its end. Every block written was verified.
     src must be seekable (a file)."""
     hw = Hardware.of(threads, device)
-    engines: dict[tuple, _Once] = {}
+    engines = _Engines()
     lost: list[Lost] = []
     at, written = src.tell(), 0
     end = src.seek(0, io.SEEK_END)

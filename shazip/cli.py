@@ -32,7 +32,7 @@ from . import __version__
 from .codec.frames import declared_size
 from .errors import ArchiveError, CorruptArchive, FileTrouble, OutputExists, ShazipError, Skipped, UsageError
 from .format.listing import describe
-from .options import (ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, DEFAULT_LEVEL, DEVICES, ENGINE_CHOICES,
+from .options import (ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LEVEL, DEVICES, ENGINE_CHOICES,
                       FRAME_HELP, LANES_HELP, LEVELS_HELP)
 from .publish import publish
 
@@ -437,7 +437,7 @@ def main() -> None:
 @click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
 @click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
-@click.option("--frame-size", default=DEFAULT_FRAME_SIZE, show_default=True, help=FRAME_HELP)
+@click.option("--frame-size", type=int, default=None, help=FRAME_HELP)
 @click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True,
               help="cm: an adaptive context-mixing stage learns the file as it is coded (smaller). "
                    "none: the model alone (as shazip 0.3; to evaluate the model).")
@@ -445,7 +445,7 @@ def main() -> None:
               help="int8: integer-exact, decodes on any machine. float32: reference; decodes only "
                    "on this machine with the same --threads.")
 def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, level: int,
-             model: str, lanes: int, block_size: int, frame_size: int, threads: int, device: str, quiet: bool,
+             model: str, lanes: int, block_size: int, frame_size: int | None, threads: int, device: str, quiet: bool,
              progress: bool | None, adapt: str, engine: str) -> None:
     """Compress FILE (or - for standard input) to FILE.shz."""
 
@@ -556,7 +556,7 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("--lanes", default=0, show_default=True, metavar="N", help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, metavar="BYTES",
               help="Input bytes per block, each coded by the best of the model, zstd and storing.")
-@click.option("--frame-size", default=DEFAULT_FRAME_SIZE, show_default=True, metavar="BYTES", help=FRAME_HELP)
+@click.option("--frame-size", type=int, default=None, metavar="BYTES", help=FRAME_HELP)
 @click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True,
               help="cm: the adaptive stage learns the file as it is coded; none: the model alone.")
 @click.option("-S", "--suffix", default=SUFFIX, show_default=True, metavar=".SUF",
@@ -570,7 +570,7 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
                   output: str | None, recursive: bool, quiet: bool, progress: bool | None, verbose: bool, threads: int,
                   device: str,
-                  level: int, model: str | None, lanes: int, block_size: int, frame_size: int, adapt: str, recover: bool,
+                  level: int, model: str | None, lanes: int, block_size: int, frame_size: int | None, adapt: str, recover: bool,
                   scheduler: str | None, suffix: str) -> None:
     """gzip-style use: every FILE in turn; one bad file does not stop the others, and the exit
     status is the worst one."""

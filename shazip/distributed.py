@@ -105,12 +105,14 @@ def _write(url: str, parts: Iterator[bytes], replace: bool) -> int:
     return total
 
 
-def compress(src: str, dst: str, client, *, model: str = "default", frame_size: int = DEFAULT_FRAME_SIZE,
+def compress(src: str, dst: str, client, *, model: str = "default", frame_size: int | None = None,
              block_size: int = DEFAULT_BLOCK_SIZE, device: str = "cpu", replace: bool = True, **options) -> int:
     """Compresses src (a path every worker sees, or an fsspec URL) to dst, one task per frame;
     returns the input bytes. Options as `shazip.Compressor`'s (not `threads`: one a task).
     `replace`: a local dst that exists (or appears meanwhile) is replaced, as open(..., "wb")
-    does; False raises FileExistsError instead."""
+    does; False raises FileExistsError instead. `frame_size` None: DEFAULT_FRAME_SIZE (a task a
+    frame, on whatever device: the GPU's smaller default serves the cores of one machine)."""
+    frame_size = DEFAULT_FRAME_SIZE if frame_size is None else frame_size
     if frame_size <= 0:
         raise ValueError("distributed compression needs frames (frame_size > 0)")
     options = dict(options, model=model, frame_size=frame_size, block_size=block_size, device=device)

@@ -119,8 +119,20 @@ DEFAULT_BLOCK_SIZE = 2 << 20
 # stage cold: halving the frame costs 0.2-0.9 % (benchmarks/JOURNAL.md, "Frames" and "Folders;
 # frames' size; a fresh bench"), which users with cores to spare may choose to pay.
 DEFAULT_FRAME_SIZE = 16 << 20
+# On a GPU the model's steps are shared by the frames coded at once and the stages, a core each
+# (~130 KB/s), bound the speed (docs/gpu.md): frames are smaller there, so that 32 MiB make one
+# frame for each of 16 cores (2 MiB frames cost ~0.3 % against 8 MiB on mixed text).
+GPU_FRAME_SIZE = 2 << 20
 FRAME_HELP = ("Input bytes per frame, an independent archive (whole blocks): -T N makes and decodes N frames at "
-              "once. 0: one archive however long the input.")
+              f"once. 0: one archive however long the input. [default: {DEFAULT_FRAME_SIZE >> 20} MiB; with "
+              f"--device cuda {GPU_FRAME_SIZE >> 20} MiB]")
+
+
+def frame_size_for(device: str, frame_size: int | None) -> int:
+    """The frame size asked for, or the default on `device` ("cpu" or "cuda", resolved)."""
+    if frame_size is not None:
+        return frame_size
+    return DEFAULT_FRAME_SIZE if device == "cpu" else GPU_FRAME_SIZE
 MAX_FRAME_IN_MEMORY = 256 << 20  # a decoder splits out frames to decode at once up to this archive size
 ADAPT_CHOICES = ("cm", "none")  # the adaptive stage, on by default; none: the model alone
 ENGINE_CHOICES = ("int8", "float32")  # engines.ENGINES, by name

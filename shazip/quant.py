@@ -125,9 +125,10 @@ class QNorm:
 class IntState:
     """Per-lane state of the integer step. h: int8 [B, d] (h * 127); c: int64 [B, d] (Q15);
     mem: the attention ring, int8 values held in float32 [B, M, d] (for the exact bmm, rule 2);
-    mem_e: int64 [B, M], each slot's row scale; pos: bytes consumed, an int64 scalar on the
-    device (slots < min(pos, M) filled), so that a step has the same shapes and no host value
-    at every position (a CUDA graph replays it)."""
+    mem_e: int64 [B, M], each slot's row scale; pos: int64 [B], the bytes each lane has
+    consumed (its slots < min(pos, M) filled), on the device, so that a step has the same shapes
+    and no host value at every position (a CUDA graph replays it), and lanes of different frames,
+    at different positions, step in one batch (codec/lane_batch.py)."""
 
     h: list[torch.Tensor]
     c: list[torch.Tensor]
@@ -163,7 +164,7 @@ class IntModel:
         zeros = lambda *shape, dt=torch.int64: torch.zeros(*shape, dtype=dt, device=dev)  # noqa: E731
         return IntState([zeros(batch, c.d_model, dt=torch.int8) for _ in self.blocks],
                         [zeros(batch, c.d_model) for _ in self.blocks],
-                        zeros(batch, c.mem_len, c.d_model, dt=torch.float32), zeros(batch, c.mem_len), zeros(()))
+                        zeros(batch, c.mem_len, c.d_model, dt=torch.float32), zeros(batch, c.mem_len), zeros(batch))
 
     def step(self, state: IntState, x: torch.Tensor) -> tuple[IntState, torch.Tensor]:
         """x: int64 [B] previous bytes -> (state, int64 frequencies [B, 256], every entry >= 1).
@@ -206,7 +207,7 @@ class IntModel:
         dots = torch.cat([torch.bmm(state.mem, qq.float()[:, :, None])[:, :, 0].to(torch.int64),
                           (qq.to(torch.int64) * qm).sum(-1, keepdim=True)], dim=1)
         es = torch.cat([state.mem_e, em], dim=1)
-        keep = (self._slots < state.pos) | (self._slots == M)  # [M + 1]: the filled slots, the current entry
+        keep = (self._slots < state.pos[:, None]) | (self._slots == M)  # [B, M + 1]: the filled slots, the current entry
         scores = rdiv(rshift(dots * es, FRAC) * eq, 127 * 127)  # units 2**-FRAC
         top = scores.masked_fill(~keep, torch.iinfo(torch.int64).min).amax(-1, keepdim=True)
         w = self.tables["exp_att"][(top - scores).clamp(0, EXP_ATT_RANGE * ONE)] * keep
@@ -216,9 +217,9 @@ class IntModel:
         mix = torch.bmm(u[:, None, :M].float(), state.mem)[:, 0].to(torch.int64) + u[:, M:] * qm
         ebar = torch.div(we_sum << 8, w.sum(-1, keepdim=True), rounding_mode="floor")  # mean scale * 2**8
         t = rshift(mix * ebar, 25)  # = mix * ebar / MIX_MASS / 2**8
-        slot = (state.pos % M).view(1)
-        state.mem.index_copy_(1, slot, qm.float()[:, None])
-        state.mem_e.index_copy_(1, slot, em)
+        lane, slot = torch.arange(len(qm), device=qm.device), state.pos % M
+        state.mem[lane, slot] = qm.float()
+        state.mem_e[lane, slot] = em[:, 0]
         return rdiv(t * b["vs"], 127 << 20)
 
     def _boom(self, b: dict, x: torch.Tensor) -> torch.Tensor:
@@ -241,12 +242,12 @@ class GraphedStep:
     """`IntModel.step` for one batch of lanes on CUDA, captured once as a CUDA graph and then
     replayed: a step is one launch instead of the ~550 small kernels the twin runs eagerly. The
     same kernels run in the same order, so the integers are the eager step's. The lanes' state
-    lives in the graph's own tensors."""
+    lives in the graph's own tensors (`state`, where given: a batch's, codec/lane_batch.py)."""
 
     _capturing = threading.Lock()  # frames coded at once capture one at a time
 
-    def __init__(self, model: IntModel, lanes: int) -> None:
-        self.state = model.init_state(lanes)
+    def __init__(self, model: IntModel, lanes: int, state: IntState | None = None) -> None:
+        self.state = model.init_state(lanes) if state is None else state
         self.x = torch.zeros(lanes, dtype=torch.int64, device=model.device)
         spare, side = model.init_state(lanes), torch.cuda.Stream(model.device)
         with GraphedStep._capturing:
@@ -258,10 +259,10 @@ class GraphedStep:
             self.graph = torch.cuda.CUDAGraph()
             # other threads (frames at once) go on launching their own steps meanwhile
             with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
-                self.freq = advance(model, self.state, self.x)
+                self.freq = advance(model, self.state, self.x).to(torch.int32)  # in [1, 2**30]: half the bytes back
 
     def __call__(self, prev: np.ndarray) -> np.ndarray:
-        """prev: int64 [lanes] previous bytes -> int64 [lanes, 256] frequencies, on the CPU."""
+        """prev: int64 [lanes] previous bytes -> int32 [lanes, 256] frequencies, on the CPU."""
         self.x.copy_(torch.from_numpy(prev))
         self.graph.replay()
         return self.freq.cpu().numpy()

@@ -9,7 +9,7 @@ import torch
 
 import shazip
 from shazip.codec.block import mixed_decode, mixed_encode, model_decode, model_encode
-from shazip.codec.engines import IntEngine, TwinEngine, resolve_device
+from shazip.codec.engines import IntEngine, LaneBatching, TwinEngine, resolve_device
 from shazip.errors import UsageError
 from shazip.format.container import Method
 from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
@@ -78,3 +78,24 @@ def test_the_gpu_path_with_frames_at_once_writes_the_cpus_archives(trained, text
     assert shazip.compress(data, model=trained, **options) == native
     assert len(made) >= 2  # an engine a frame in flight, not one shared
     assert shazip.decompress(native, model=trained, threads=3) == data
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_frames_at_once_in_shared_lane_batches_write_the_cpus_archives(trained, text, monkeypatch, groups):
+    """The GPU's frames at once with their lanes stepped in shared batches (codec/lane_batch.py),
+    run on torch's CPU device: frames at different positions, a shorter last block of fewer
+    lanes, frames joining and leaving; the native core's archives byte for byte, both ways."""
+    from shazip import api
+    data, options = text[:8500], dict(lanes=8, block_size=1500, frame_size=3000, level=6, threads=3)
+    native = shazip.compress(data, model=trained, **options)
+    made = []
+
+    def of(hw):
+        made.append(LaneBatching("cpu", groups))
+        return made[-1]
+    monkeypatch.setattr(api.LaneBatching, "of", staticmethod(of))
+    assert shazip.compress(data, model=trained, **options) == native
+    assert shazip.decompress(native, model=trained, threads=3) == data
+    for batching in made:  # every worker's lanes in one of `groups` batches
+        (batches,) = batching._batches.values()
+        assert len(batches) == groups and sum(len(b._members) for b in batches) == 3

@@ -50,6 +50,32 @@ def test_frames_are_whole_archives_whatever_the_threads(trained, data, framed):
             decode_frame(framed[at:at + a["archive_bytes"]], replace(place, index=place.index + 1), trained)
 
 
+def test_a_compressors_frames_are_made_at_once(trained, data, framed, monkeypatch):
+    """`Compressor.compress` makes the frames of its input several at once, as `shazip.compress`
+    does (it made them one after another, leaving `threads` unused), to the same bytes."""
+    at_once = []
+    real = shazip.Compressor._frames_at_once
+
+    def counted(self, *args):
+        at_once.append(self.threads)
+        return real(self, *args)
+    monkeypatch.setattr(shazip.Compressor, "_frames_at_once", counted)
+    assert shazip.Compressor(trained, threads=3, **FRAMED).compress(data) == framed
+    assert at_once == [3]
+
+
+def test_frames_are_smaller_on_a_gpu_unless_asked(trained, monkeypatch):
+    """On a GPU the default frame is GPU_FRAME_SIZE (the stages, a core each, bound the speed
+    there); a frame size asked for is kept on every device."""
+    from shazip import api
+    from shazip.options import DEFAULT_FRAME_SIZE, GPU_FRAME_SIZE
+    size = lambda c: c.frame_blocks * c.header.block_size  # noqa: E731
+    assert size(shazip.Compressor(trained)) == DEFAULT_FRAME_SIZE
+    monkeypatch.setattr(api.Hardware, "of", classmethod(lambda cls, threads, device: cls(2, "cuda")))
+    assert size(shazip.Compressor(trained, device="cuda")) == GPU_FRAME_SIZE < DEFAULT_FRAME_SIZE
+    assert size(shazip.Compressor(trained, device="cuda", frame_size=8 << 20)) == 8 << 20
+
+
 def test_one_frame_is_the_unframed_archive(trained, data):
     whole = shazip.compress(data[:12000], model=trained, **dict(FRAMED, frame_size=0))
     assert shazip.compress(data[:12000], model=trained, threads=2, **FRAMED) == whole

@@ -32,8 +32,8 @@ phase machine 30 "nvidia-smi --query-gpu=name,driver_version,memory.total --form
 phase install 240 "python -c 'import pybind11, sys; sys.exit(tuple(map(int, pybind11.__version__.split(\".\")[:2])) < (2, 12))' \
   || python -m pip install -q --no-index --find-links $RUN/wheels 'pybind11>=2.12'; \
   SHAZIP_BUILD_JOBS=\$(nproc) python -m pip install -q --no-build-isolation --no-deps --no-index -e . && python -c 'import shazip.core as c; c.load(); print(c.kernels())'"
-phase tests 240 "SHAZIP_GPU_RUN=$RUN python -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_devices.py tests/test_quant.py -rs"
-phase bench 240 "python benchmarks/gpu/bench.py --input $RUN/mixed.txt.xz --mib \${SHAZIP_GPU_MIB:-8} --out $OUT/bench.json"
+phase tests 240 "SHAZIP_GPU_RUN=$RUN python -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_devices.py tests/test_quant.py tests/test_lane_batch.py -rs --durations=12"
+phase bench 300 "python benchmarks/gpu/bench.py --input $RUN/mixed.txt.xz --mib \${SHAZIP_GPU_MIB:-8} --out $OUT/bench.json"
 
 PHASES=""
 for name in machine install tests bench; do PHASES+="$name=${STATUS[$name]}:${SECONDS_OF[$name]} "; done

@@ -65,15 +65,19 @@ def run_lanes(engine: TwinEngine | FloatEngine, code: Callable[[np.ndarray, np.n
     prev = np.full(lanes, BOS, dtype=np.int64)
     state = engine.start(lanes)
     active = lanes
-    for t in range(span):
-        while lengths[active - 1] <= t:
-            active -= 1
-        state, rows = engine.step(state, prev) if isinstance(engine, TwinEngine) else engine.probs(state, prev)
-        sym = code(rows[:active], None if data is None else steps[t, :active])
-        steps[t, :active] = sym
-        prev[:active] = sym
-        if progress is not None:
-            progress(active)
+    try:
+        for t in range(span):
+            while lengths[active - 1] <= t:
+                active -= 1
+            state, rows = engine.step(state, prev) if isinstance(engine, TwinEngine) else engine.probs(state, prev)
+            sym = code(rows[:active], None if data is None else steps[t, :active])
+            steps[t, :active] = sym
+            prev[:active] = sym
+            if progress is not None:
+                progress(active)
+    finally:
+        if isinstance(engine, TwinEngine):
+            engine.finish(state)
     return steps.T.reshape(-1)[:n].tobytes()
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,9 @@ from ..options import DEVICES
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from ..quant import IntModel
+    from .lane_batch import LaneBatch, Member
 
 MAX_THREADS = 255  # the header's field is one byte
 
@@ -74,8 +78,10 @@ class IntEngine:
 
 class TwinEngine:
     """The integer-exact model as torch code (quant.IntModel) on a torch device: the GPU engine.
-    Same integers as `IntEngine`, so the same archives; the stage and coders stay on the CPU. On
-    CUDA each block's step is captured as a CUDA graph (quant.GraphedStep) unless
+    Same integers as `IntEngine`, so the same archives; the stage and coders stay on the CPU. Its
+    lanes step in a `lane_batch.LaneBatch`: its own, or one shared with the other frames coded
+    at once on a GPU (`LaneBatching`). On CUDA a batch's step is a CUDA graph (quant.GraphedStep),
+    captured once for a layout of lanes and replayed for every block that fits it, unless
     SHAZIP_CUDA_GRAPHS=0 asks for the eager step (the benchmark compares the two)."""
 
     engine_id = IntEngine.engine_id
@@ -83,26 +89,60 @@ class TwinEngine:
     name = IntEngine.name
     threads = 0
 
-    def __init__(self, loaded: LoadedModel, device: str) -> None:
-        from ..quant import IntModel
-        self.model = IntModel(loaded.int_weights(), device)
-        self.graphs = self.model.device.type == "cuda" and os.environ.get("SHAZIP_CUDA_GRAPHS", "1") != "0"
+    def __init__(self, loaded: LoadedModel, device: str, batch: LaneBatch | None = None) -> None:
+        if batch is None:
+            from ..quant import IntModel
+            from .lane_batch import LaneBatch
+            model = IntModel(loaded.int_weights(), device)
+            batch = LaneBatch(model, uses_graphs(model))
+        self.model, self._member = batch.model, batch.member()
 
-    def start(self, lanes: int) -> object:
-        import torch
+    def start(self, lanes: int) -> Member:
+        return self._member.join(lanes)
 
-        from ..quant import GraphedStep
-        with torch.no_grad():
-            return GraphedStep(self.model, lanes) if self.graphs else self.model.init_state(lanes)
-
-    def step(self, state, prev: np.ndarray):
+    def step(self, state: Member, prev: np.ndarray) -> tuple[Member, np.ndarray]:
         """prev: int64 [B] previous bytes -> (state, int64 [B, 256] frequencies, all >= 1, on the CPU)."""
-        if self.graphs:  # `start` made a quant.GraphedStep
-            return state, state(prev)
-        import torch
-        with torch.no_grad():
-            state, freq = self.model.step(state, torch.from_numpy(prev).to(self.model.device))
-        return state, freq.cpu().numpy()
+        return state, state.step(prev)
+
+    def finish(self, state: Member) -> None:
+        """A block's end, also where it failed: its lanes leave their batch (none waits on them)."""
+        state.leave()
+
+
+def uses_graphs(model: IntModel) -> bool:
+    """A step as a CUDA graph (on CUDA, unless SHAZIP_CUDA_GRAPHS=0 asks for the eager step)."""
+    return model.device.type == "cuda" and os.environ.get("SHAZIP_CUDA_GRAPHS", "1") != "0"
+
+
+GPU_GROUPS = 2  # batches the frames coded at once on a GPU are split into (lane_batch.py says why)
+
+
+class LaneBatching:
+    """The frames coded at once on a GPU, their lanes stepped together (codec/lane_batch.py): per
+    model one integer model on the device and `groups` batches; frame worker w steps in batch
+    w % groups. One per call (a Compressor, a decompression), so unrelated callers never wait on
+    each other."""
+
+    def __init__(self, device: str, groups: int) -> None:
+        self.device, self.groups = device, groups
+        self._lock = threading.Lock()
+        self._batches: dict[bytes, list[LaneBatch]] = {}
+
+    @classmethod
+    def of(cls, hw: Hardware) -> LaneBatching | None:
+        """For frames coded at once on a GPU: SHAZIP_GPU_GROUPS batches (default GPU_GROUPS; 0:
+        each frame steps its own lanes, what the benchmark compares it with)."""
+        groups = int(os.environ.get("SHAZIP_GPU_GROUPS", GPU_GROUPS))
+        return cls(hw.device, groups) if hw.device != "cpu" and hw.threads > 1 and groups > 0 else None
+
+    def engine(self, loaded: LoadedModel, worker: int) -> TwinEngine:
+        from ..quant import IntModel
+        from .lane_batch import LaneBatch
+        with self._lock:
+            if loaded.model_id not in self._batches:
+                model = IntModel(loaded.int_weights(), self.device)
+                self._batches[loaded.model_id] = [LaneBatch(model, uses_graphs(model)) for _ in range(self.groups)]
+            return TwinEngine(loaded, self.device, self._batches[loaded.model_id][worker % self.groups])
 
 
 ENGINES = {kind.name: kind for kind in (IntEngine, FloatEngine)}
