@@ -39,7 +39,7 @@ def row(data: bytes, device: str, lanes: int, threads: int, frame_size: int | No
     blob, tc = timed(lambda: c.compress(data))
     back, td = timed(lambda: shazip.decompress(blob, device=device, threads=threads))
     assert back == data, "round trip"
-    out = {"device": device, "lanes": lanes or "auto", "threads": threads, "frame_size": frame_size or "default",
+    out = {"device": device, "lanes": lanes or "auto", "threads": threads, "frame_size": "default" if frame_size is None else frame_size,
            **({"cuda_graphs": graphs, "gpu_groups": groups} if device != "cpu" else {}), "bytes": len(data),
            "archive": len(blob),
            "bits_per_byte": round(8 * len(blob) / len(data), 4), "compress_s": round(tc, 2),
@@ -55,8 +55,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--input", type=Path, required=True)
     ap.add_argument("--mib", type=float, default=1.0, help="MiB of the input to code")
-    ap.add_argument("--lanes", type=int, nargs="*", default=[0, 64],
-                    help="the GPU's lanes a block, one row each (0: its automatic choice; 64: 8 KB lanes of a "
+    ap.add_argument("--lanes", type=int, nargs="*", default=[64],
+                    help="the GPU's lanes a block besides its automatic choice, one row each (64: 8 KB lanes of a "
                          "512 KiB frame, near the CPU's layout and archive size), frames in --groups[0] batches")
     ap.add_argument("--groups", type=int, nargs="*", default=[GPU_GROUPS, 1, 0],
                     help="at the automatic lanes, one row each: the frames' lanes in this many shared batches "
@@ -101,11 +101,12 @@ def main() -> None:
     if args.no_gpu:
         return
     alone = data[:int(args.alone_mib * (1 << 20))]
-    for lanes, graphs, groups in ([(0, True, g) for g in args.groups] + [(n, True, args.groups[0]) for n in args.lanes if n]
+    for lanes, graphs, groups in ([(0, True, g) for g in args.groups] + [(n, True, args.groups[0]) for n in args.lanes]
                                   + [(n, False, args.groups[0]) for n in args.eager_lanes]):
         done(row(data if graphs and groups else alone, "cuda", lanes, args.threads, frame, graphs, groups))
     if args.target_mib:  # the issue's target: its size, every default; last, so the rows above survive a cut
         done(row(text[:int(args.target_mib * (1 << 20))], "cuda", 0, args.threads, None, True, args.groups[0]))
+
 
 if __name__ == "__main__":
     main()
