@@ -6,7 +6,8 @@
 #
 # Phases, each under its own time limit, each logged: install the project with the machine's
 # torch (no build isolation, no network; the core built on every core, pybind11 from the
-# carried wheel where the machine's is older than 2.12), every CUDA test, then the benchmark.
+# carried wheel where the machine's is older than 2.12), every CUDA test (in 4 processes where
+# pytest-xdist is there: alone they took 158 s of an H200 lend), then the benchmark.
 # Writes $OUT/summary.json (each phase's status and seconds, the machine, the benchmark's rows)
 # and $OUT/run.log. Exits 0 only where every phase passed.
 set -u
@@ -32,7 +33,7 @@ phase machine 30 "nvidia-smi --query-gpu=name,driver_version,memory.total --form
 phase install 240 "python -c 'import pybind11, sys; sys.exit(tuple(map(int, pybind11.__version__.split(\".\")[:2])) < (2, 12))' \
   || python -m pip install -q --no-index --find-links $RUN/wheels 'pybind11>=2.12'; \
   SHAZIP_BUILD_JOBS=\$(nproc) python -m pip install -q --no-build-isolation --no-deps --no-index -e . && python -c 'import shazip.core as c; c.load(); print(c.kernels())'"
-phase tests 240 "SHAZIP_GPU_RUN=$RUN python -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_devices.py tests/test_quant.py tests/test_lane_batch.py -rs --durations=12"
+phase tests 240 "SHAZIP_GPU_RUN=$RUN python -m pytest -q -p no:cacheprovider \$(python -c 'import xdist' 2>/dev/null && echo --numprocesses=4) tests/test_gpu.py tests/test_devices.py tests/test_quant.py tests/test_lane_batch.py -rs --durations=12"
 phase bench 300 "python benchmarks/gpu/bench.py --input $RUN/mixed.txt.xz --mib \${SHAZIP_GPU_MIB:-8} --out $OUT/bench.json"
 
 PHASES=""
