@@ -27,11 +27,13 @@ REPETITIVE = 3.0
 LONG_LANES = 4
 SPLIT_LANES = 8
 # On a GPU a step is one batch of every lane and costs about the same from 64 to 1,024 lanes
-# (the torch twin launches ~550 kernels a step: 6.0 ms at 64 lanes, 7.3 ms at 1,024 on an H100;
-# benchmarks/JOURNAL.md, "The GPU machine"), so there the automatic choice takes up to MAX_LANES
-# lanes, none shorter than MIN_LANE_GPU: 1 MB of enwik6 as 488 lanes in 34 s (64 lanes: 159 s;
-# the archive 2.2 % larger).
-MIN_LANE_GPU = 2048
+# (the torch twin launches ~550 kernels a step: 6.0 ms at 64 lanes, 7.3 ms at 1,024 on an H100
+# eagerly; benchmarks/JOURNAL.md, "The GPU machine"), so there the automatic choice takes up to
+# MAX_LANES lanes, but none shorter than the level's and than MIN_LANE_GPU: short lanes cost size
+# (-6 on 4.2 MB of the mixed text in 2 MiB frames, against the CPU's default: lanes of 2 KB
+# +5.0 %, 8 KB +2.2 %, 16 KB +1.4 %, 32 KB +0.7 %; on 32 MiB, 2 KB lanes +6.5 %; JOURNAL.md,
+# "The GPU's lanes, by size"), and the GPU's archive is to stay within 2 % of the CPU's.
+MIN_LANE_GPU = 16 << 10
 ONE_LANE = 1 << 40  # a shortest lane no block reaches: one lane per block
 
 
@@ -109,11 +111,12 @@ def lane_policy(level: Level, lanes: int | None, on_gpu: bool) -> LanePolicy:
 MIN_LANE = LEVELS[DEFAULT_LEVEL].min_lane  # the default level's automatic choice on the CPU
 LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts the model cold. 0: automatic, at "
               f"most {DEFAULT_LANES} and none shorter than the level's (16 KB at -6, 4x that on repetitive text; "
-              f"on a GPU up to {MAX_LANES} of 2 KB or more).")
+              f"on a GPU up to {MAX_LANES}, none shorter than the level's or {MIN_LANE_GPU >> 10} KB, whichever is less).")
 LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone, no neural model (-1 its version "
                "1 models), about 9x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower): "
                "-6 (the default) lanes of 16 KB or more, -7 .. -9 also the stage's heaviest models, -9 (--best) "
-               "one lane per block (on a GPU: up to 1024 lanes of 2 KB or more at every level).")
+               f"one lane per block (on a GPU: up to {MAX_LANES} lanes, none shorter than the level's or "
+               f"{MIN_LANE_GPU >> 10} KB, whichever is less).")
 DEFAULT_BLOCK_SIZE = 2 << 20
 # Input bytes per frame (an independent archive: codec/frames.py). Each frame starts the adaptive
 # stage cold: halving the frame costs 0.2-0.9 % (benchmarks/JOURNAL.md, "Frames" and "Folders;

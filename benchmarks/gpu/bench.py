@@ -1,7 +1,8 @@
-"""The GPU beside the CPU on one input: compress and decompress MB/s and archive size, the GPU at
-several lane counts and ways of batching the frames coded at once (their lanes in 2 or 1 shared
-batches, or each frame its own step: SHAZIP_GPU_GROUPS), the CPU at its automatic choice with
-every core; every round trip checked and the GPU's archive decoded by the CPU. The CUDA set-up
+"""The GPU beside the CPU: compress and decompress MB/s and archive size, the GPU with every default
+on the issue's 32 MiB, then on a shorter input in as many frames as cores at other lane lengths
+and ways of batching the frames coded at once (their lanes in 2 or 1 shared batches, or each
+frame its own step: SHAZIP_GPU_GROUPS), the CPU at its automatic choice with every core; every
+round trip checked and the shorter rows' GPU archives decoded by the CPU. The CUDA set-up
 (context, libraries, first graphs) is timed apart, before the rows. One JSON line a row; `--out`
 holds every row finished so far (a run cut by its time limit keeps them).
 
@@ -23,6 +24,7 @@ from pathlib import Path
 import shazip
 from shazip import core
 from shazip.codec.engines import GPU_GROUPS
+from shazip.options import DEFAULT_BLOCK_SIZE
 
 
 def timed(fn):
@@ -31,21 +33,28 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
-def row(data: bytes, device: str, lanes: int, threads: int, frame_size: int | None, graphs: bool = True,
-        groups: int = GPU_GROUPS) -> dict:
+def row(data: bytes, device: str, lane_kib: int, threads: int, frame_size: int | None, graphs: bool = True,
+        groups: int = GPU_GROUPS, check_on_cpu: bool = True) -> dict:
+    """One row. `frame_size` None: every default; else frames of that size, each one block (so
+    frames under the default block are what they say); `lane_kib` 0: the automatic lanes, else
+    lanes of that length."""
     os.environ["SHAZIP_CUDA_GRAPHS"] = "1" if graphs else "0"  # both read where the engines are made
     os.environ["SHAZIP_GPU_GROUPS"] = str(groups)
-    c = shazip.Compressor(device=device, lanes=lanes or None, threads=threads, frame_size=frame_size)
+    block = DEFAULT_BLOCK_SIZE if frame_size is None else min(frame_size, DEFAULT_BLOCK_SIZE)
+    lanes = max(1, block // (lane_kib << 10)) if lane_kib else None
+    c = shazip.Compressor(device=device, lanes=lanes, threads=threads, block_size=block,
+                          **({} if frame_size is None else {"frame_size": frame_size}))
     blob, tc = timed(lambda: c.compress(data))
     back, td = timed(lambda: shazip.decompress(blob, device=device, threads=threads))
     assert back == data, "round trip"
-    out = {"device": device, "lanes": lanes or "auto", "threads": threads, "frame_size": "default" if frame_size is None else frame_size,
+    out = {"device": device, "lanes": lanes or "auto", "lane_bytes": lane_kib << 10 if lane_kib else "auto",
+           "threads": threads, "frame_size": "default" if frame_size is None else frame_size,
            **({"cuda_graphs": graphs, "gpu_groups": groups} if device != "cpu" else {}), "bytes": len(data),
            "archive": len(blob),
            "bits_per_byte": round(8 * len(blob) / len(data), 4), "compress_s": round(tc, 2),
            "decompress_s": round(td, 2), "compress_mb_s": round(len(data) / tc / 1e6, 4),
            "decompress_mb_s": round(len(data) / td / 1e6, 4)}
-    if device != "cpu":  # the GPU's archive decodes on the CPU
+    if device != "cpu" and check_on_cpu:  # the GPU's archive decodes on the CPU
         assert shazip.decompress(blob, device="cpu", threads=threads) == data, "GPU archive on the CPU"
         out["decodes_on_cpu"] = True
     return out
@@ -55,21 +64,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--input", type=Path, required=True)
     ap.add_argument("--mib", type=float, default=1.0, help="MiB of the input to code")
-    ap.add_argument("--lanes", type=int, nargs="*", default=[64],
-                    help="the GPU's lanes a block besides its automatic choice, one row each (64: 8 KB lanes of a "
-                         "512 KiB frame, near the CPU's layout and archive size), frames in --groups[0] batches")
+    ap.add_argument("--lane-kib", type=int, nargs="*", default=[2],
+                    help="lane lengths besides the automatic choice, one row each, in --groups[0] batches "
+                         "(2: the GPU's earlier choice, faster and larger)")
     ap.add_argument("--groups", type=int, nargs="*", default=[GPU_GROUPS, 1, 0],
                     help="at the automatic lanes, one row each: the frames' lanes in this many shared batches "
                          "(0: each frame steps its own lanes)")
     ap.add_argument("--alone-mib", type=float, default=2.0,
                     help="MiB the rows of frames stepped alone (groups 0) and eager code (they are slow)")
-    ap.add_argument("--eager-lanes", type=int, nargs="*", default=[],
-                    help="lane counts also timed with the eager step (SHAZIP_CUDA_GRAPHS=0)")
+    ap.add_argument("--eager-lane-kib", type=int, nargs="*", default=[],
+                    help="lane lengths also timed with the eager step (SHAZIP_CUDA_GRAPHS=0)")
     ap.add_argument("--target-mib", type=float, default=32.0,
-                    help="MiB of a last row with every default (lanes, frames of options.GPU_FRAME_SIZE), "
+                    help="MiB of the first GPU row, with every default (lanes, frames of options.GPU_FRAME_SIZE), "
                          "in --groups[0] batches (0: none)")
     ap.add_argument("--frame-kib", type=int, default=512,
-                    help="frame size, every row: the input in as many frames as the machine has cores, coded at once")
+                    help="frame size of the --mib rows (each frame one block): the input in as many frames as "
+                         "the machine has cores, coded at once")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--no-gpu", action="store_true")
     ap.add_argument("--out", type=Path)
@@ -100,12 +110,14 @@ def main() -> None:
     done(row(data, "cpu", 0, args.threads, frame))
     if args.no_gpu:
         return
+    if args.target_mib:  # the issue's target, every default (no decode on the CPU: its cores would take a minute)
+        done(row(text[:int(args.target_mib * (1 << 20))], "cuda", 0, args.threads, None, True, args.groups[0],
+                 check_on_cpu=False))
     alone = data[:int(args.alone_mib * (1 << 20))]
-    for lanes, graphs, groups in ([(0, True, g) for g in args.groups] + [(n, True, args.groups[0]) for n in args.lanes]
-                                  + [(n, False, args.groups[0]) for n in args.eager_lanes]):
-        done(row(data if graphs and groups else alone, "cuda", lanes, args.threads, frame, graphs, groups))
-    if args.target_mib:  # the issue's target: its size, every default; last, so the rows above survive a cut
-        done(row(text[:int(args.target_mib * (1 << 20))], "cuda", 0, args.threads, None, True, args.groups[0]))
+    for lane_kib, graphs, groups in ([(0, True, g) for g in args.groups]
+                                     + [(n, True, args.groups[0]) for n in args.lane_kib]
+                                     + [(n, False, args.groups[0]) for n in args.eager_lane_kib]):
+        done(row(data if graphs and groups else alone, "cuda", lane_kib, args.threads, frame, graphs, groups))
 
 
 if __name__ == "__main__":
