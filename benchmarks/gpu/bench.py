@@ -68,8 +68,8 @@ def main() -> None:
                     help="lane lengths besides the automatic choice, one row each, in --groups[0] batches "
                          "(2: the GPU's earlier choice, faster and larger)")
     ap.add_argument("--groups", type=int, nargs="*", default=[GPU_GROUPS, 1, 0],
-                    help="at the automatic lanes, one row each: the frames' lanes in this many shared batches "
-                         "(0: each frame steps its own lanes)")
+                    help="the frames' lanes in this many shared batches (0: each frame steps its own lanes): the "
+                         "first for every row, each other one a row at the automatic lanes")
     ap.add_argument("--alone-mib", type=float, default=2.0,
                     help="MiB the rows of frames stepped alone (groups 0) and eager code (they are slow)")
     ap.add_argument("--eager-lane-kib", type=int, nargs="*", default=[],
@@ -103,7 +103,8 @@ def main() -> None:
         machine["gpu"] = torch.cuda.get_device_name(0)
         warm = data[:64 << 10]
         t = time.perf_counter()  # CUDA's context, libraries and first graphs: once a process
-        assert shazip.decompress(shazip.compress(warm, device="cuda", threads=args.threads, frame_size=16 << 10),
+        small = dict(lanes=64, block_size=16 << 10, frame_size=16 << 10)  # 4 frames at once, 256 steps each
+        assert shazip.decompress(shazip.compress(warm, device="cuda", threads=args.threads, **small),
                                  device="cuda", threads=args.threads) == warm
         machine["cuda_setup_s"] = round(time.perf_counter() - t, 2)
     print(json.dumps(machine), flush=True)
@@ -113,9 +114,10 @@ def main() -> None:
     if args.target_mib:  # the issue's target, every default (no decode on the CPU: its cores would take a minute)
         done(row(text[:int(args.target_mib * (1 << 20))], "cuda", 0, args.threads, None, True, args.groups[0],
                  check_on_cpu=False))
+    # then the quick rows first: a row's time is its lanes' length in steps (16,384 for 16 KB), not its size
     alone = data[:int(args.alone_mib * (1 << 20))]
-    for lane_kib, graphs, groups in ([(0, True, g) for g in args.groups]
-                                     + [(n, True, args.groups[0]) for n in args.lane_kib]
+    for lane_kib, graphs, groups in ([(n, True, args.groups[0]) for n in args.lane_kib]
+                                     + [(0, True, g) for g in args.groups[1:]]
                                      + [(n, False, args.groups[0]) for n in args.eager_lane_kib]):
         done(row(data if graphs and groups else alone, "cuda", lane_kib, args.threads, frame, graphs, groups))
 
