@@ -8,7 +8,9 @@ holds every row finished so far (a run cut by its time limit keeps them).
 
     python benchmarks/gpu/bench.py --input gpu-run/mixed.txt.xz --mib 8 --out $OUT/bench.json
 
-Run by benchmarks/gpu/run.sh on the device machine; runs anywhere with `--no-gpu` (the CPU row only).
+Run by benchmarks/gpu/run.sh on the device machine; runs anywhere with `--no-gpu` (the CPU row only)
+or `--dry-run` (every row, the twin on the CPU standing in for the GPU: slow; check with small
+sizes, e.g. `--mib 0.06 --target-mib 0.05 --alone-mib 0.03 --frame-kib 16 --threads 2`).
 """
 
 from __future__ import annotations
@@ -60,6 +62,19 @@ def row(data: bytes, device: str, lane_kib: int, threads: int, frame_size: int |
     return out
 
 
+def stand_in_for_cuda() -> None:
+    """--dry-run: the twin on torch's CPU device answers for "cuda" (eagerly, no graphs), so every
+    GPU row runs here, slowly, before a lend spends device time on it."""
+    import torch
+
+    from shazip import quant
+    from shazip.codec import engines
+    engines.resolve_device = lambda device: "cpu" if device == "cpu" else "cuda"
+    make = quant.IntModel.__init__
+    quant.IntModel.__init__ = lambda self, model, device="cpu", int8_rows=None: make(self, model, "cpu", int8_rows)
+    torch.cuda.get_device_name = lambda index=0: "none: the twin on the CPU (--dry-run)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--input", type=Path, required=True)
@@ -82,8 +97,11 @@ def main() -> None:
                          "the machine has cores, coded at once")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--dry-run", action="store_true", help="the GPU rows on the CPU's twin (to check the bench)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    if args.dry_run:
+        stand_in_for_cuda()
     raw = args.input.read_bytes()
     text = lzma.decompress(raw) if args.input.suffix == ".xz" else raw
     data = text[:int(args.mib * (1 << 20))]
