@@ -137,7 +137,8 @@ class Compressor:
     `lanes`: parallel lanes per block (more is faster on a GPU; each starts the model cold). None,
     the default, chooses (options.lane_policy): at most 32, none shorter than the level's (16 KB
     at level 6, four times that for a block zstd's fastest level shrinks more than 3-fold; on a
-    GPU up to 1,024, none shorter than the level's or 16 KB, whichever is less); a number asks for that many, down to lanes of 256 bytes.
+    GPU up to 1,024, none shorter than the level's or 16 KB, whichever is less); a number asks
+    for that many, down to lanes of 256 bytes.
     `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output
     does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
     decodes anywhere) or "float32" (decodes only on this machine with the same thread count).

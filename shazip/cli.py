@@ -570,8 +570,8 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
                   output: str | None, recursive: bool, quiet: bool, progress: bool | None, verbose: bool, threads: int,
                   device: str,
-                  level: int, model: str | None, lanes: int, block_size: int, frame_size: int | None, adapt: str, recover: bool,
-                  scheduler: str | None, suffix: str) -> None:
+                  level: int, model: str | None, lanes: int, block_size: int, frame_size: int | None, adapt: str,
+                  recover: bool, scheduler: str | None, suffix: str) -> None:
     """gzip-style use: every FILE in turn; one bad file does not stop the others, and the exit
     status is the worst one."""
     if not suffix or "/" in suffix or suffix in (".", ".."):

@@ -111,7 +111,8 @@ def lane_policy(level: Level, lanes: int | None, on_gpu: bool) -> LanePolicy:
 MIN_LANE = LEVELS[DEFAULT_LEVEL].min_lane  # the default level's automatic choice on the CPU
 LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts the model cold. 0: automatic, at "
               f"most {DEFAULT_LANES} and none shorter than the level's (16 KB at -6, 4x that on repetitive text; "
-              f"on a GPU up to {MAX_LANES}, none shorter than the level's or {MIN_LANE_GPU >> 10} KB, whichever is less).")
+              f"on a GPU up to {MAX_LANES}, none shorter than the level's or {MIN_LANE_GPU >> 10} KB, "
+              "whichever is less).")
 LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone, no neural model (-1 its version "
                "1 models), about 9x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower): "
                "-6 (the default) lanes of 16 KB or more, -7 .. -9 also the stage's heaviest models, -9 (--best) "
@@ -136,6 +137,8 @@ def frame_size_for(device: str, frame_size: int | None) -> int:
     if frame_size is not None:
         return frame_size
     return DEFAULT_FRAME_SIZE if device == "cpu" else GPU_FRAME_SIZE
+
+
 MAX_FRAME_IN_MEMORY = 256 << 20  # a decoder splits out frames to decode at once up to this archive size
 ADAPT_CHOICES = ("cm", "none")  # the adaptive stage, on by default; none: the model alone
 ENGINE_CHOICES = ("int8", "float32")  # engines.ENGINES, by name

@@ -207,7 +207,7 @@ class IntModel:
         dots = torch.cat([torch.bmm(state.mem, qq.float()[:, :, None])[:, :, 0].to(torch.int64),
                           (qq.to(torch.int64) * qm).sum(-1, keepdim=True)], dim=1)
         es = torch.cat([state.mem_e, em], dim=1)
-        keep = (self._slots < state.pos[:, None]) | (self._slots == M)  # [B, M + 1]: the filled slots, the current entry
+        keep = (self._slots < state.pos[:, None]) | (self._slots == M)  # [B, M + 1]: filled slots, current entry
         scores = rdiv(rshift(dots * es, FRAC) * eq, 127 * 127)  # units 2**-FRAC
         top = scores.masked_fill(~keep, torch.iinfo(torch.int64).min).amax(-1, keepdim=True)
         w = self.tables["exp_att"][(top - scores).clamp(0, EXP_ATT_RANGE * ONE)] * keep
