@@ -47,6 +47,8 @@ def row(data: bytes, device: str, lane_kib: int, threads: int, frame_size: int |
     c = shazip.Compressor(device=device, lanes=lanes, threads=threads, block_size=block,
                           **({} if frame_size is None else {"frame_size": frame_size}))
     blob, tc = timed(lambda: c.compress(data))
+    print(json.dumps({"compressed": len(data), "device": device, "lane_kib": lane_kib, "groups": groups,
+                      "seconds": round(tc, 2), "archive": len(blob)}), flush=True)  # a row cut short keeps this
     back, td = timed(lambda: shazip.decompress(blob, device=device, threads=threads))
     assert back == data, "round trip"
     out = {"device": device, "lanes": lanes or "auto", "lane_bytes": lane_kib << 10 if lane_kib else "auto",
