@@ -1,0 +1,166 @@
+"""Where the GPU engine's time goes: the integer model's step on the card by lanes (the CUDA
+graph's replay alone, and with the previous bytes in and the rows out), the kernels of one step
+by device time, and the adaptive stage's ceiling on the machine's cores (µs a lane-step on the
+model's real rows, one stage alone and one a core at once). A frame's stage codes its lanes one
+after another while the card steps, so the engine cannot outrun the stage's ceiling, nor a
+position's two batched steps' replays; `bench.py` measures what it reaches.
+
+    python benchmarks/gpu/profile.py --input gpu-run/mixed.txt.xz --out $OUT/profile.json
+
+Run by benchmarks/gpu/run.sh before the bench; checked here with `--device cpu` (the eager step,
+no graphs; e.g. `--lanes 16 64 --profile-lanes 16 --stage-lanes 16 --stage-steps 100`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from shazip.api import _stage_params
+from shazip.modelfile import load_model
+from shazip.options import DEFAULT_LEVEL, GPU_FRAME_SIZE, LEVELS, lane_policy
+from shazip.quant import GraphedStep, IntModel, advance
+from shazip.stage.adaptive import AdaptiveStage
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def step_times(model: IntModel, lanes: int, steps: int) -> dict:
+    """ms a step at `lanes`: the whole call (bytes in, rows out) and, on CUDA, the replay alone."""
+    prev = np.random.default_rng(lanes).integers(0, 256, lanes, dtype=np.int64)
+    if model.device.type == "cuda":
+        step = GraphedStep(model, lanes)
+        replay = lambda: step.graph.replay()  # noqa: E731
+    else:
+        state, x = model.init_state(lanes), torch.zeros(lanes, dtype=torch.int64)
+
+        def step(p: np.ndarray) -> np.ndarray:
+            x.copy_(torch.from_numpy(p))
+            with torch.no_grad():
+                return advance(model, state, x).to(torch.int32).numpy()
+        replay = None
+    for _ in range(3):
+        step(prev)
+    out = {"lanes": lanes}
+    t = time.perf_counter()
+    for _ in range(steps):
+        step(prev)
+    out["call_ms"] = round(1e3 * (time.perf_counter() - t) / steps, 4)
+    if replay is not None:
+        sync(model.device)
+        t = time.perf_counter()
+        for _ in range(steps):
+            replay()
+        sync(model.device)
+        out["replay_ms"] = round(1e3 * (time.perf_counter() - t) / steps, 4)
+    out["us_per_lane"] = round(1e3 * out.get("replay_ms", out["call_ms"]) / lanes, 4)
+    return out
+
+
+def kernels(model: IntModel, lanes: int, steps: int = 3, top: int = 20) -> dict:
+    """The eager step's kernels (ops on the CPU) by total device time over `steps` steps."""
+    from torch.profiler import ProfilerActivity, profile
+    state, x = model.init_state(lanes), torch.zeros(lanes, dtype=torch.int64, device=model.device)
+    with torch.no_grad():
+        advance(model, state, x)
+        sync(model.device)
+        cuda = model.device.type == "cuda"
+        with profile(activities=[ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]) as prof:
+            for _ in range(steps):
+                advance(model, state, x)
+            sync(model.device)
+    events = [e for e in prof.key_averages() if (e.device_time_total if cuda else e.self_cpu_time_total) > 0]
+    total = lambda e: e.device_time_total if cuda else e.self_cpu_time_total  # noqa: E731
+    events.sort(key=total, reverse=True)
+    return {"lanes": lanes, "per_step_us": round(sum(map(total, events)) / steps, 1),
+            "launches_per_step": round(sum(e.count for e in events) / steps, 1),
+            "top": [{"name": e.key[:90], "per_step": round(e.count / steps, 1), "us": round(total(e) / steps, 1)}
+                    for e in events[:top]]}
+
+
+def stage_ceiling(model: IntModel, text: bytes, lanes: int, steps: int, threads: list[int]) -> dict:
+    """The default level's stage on the model's rows for `lanes` lanes of real text, `steps`
+    steps: µs a lane-step with T stages coding at once (each its own, as frames are), T each of
+    `threads`; the lane-steps a second all of them make is the engine's ceiling on this CPU."""
+    span = steps
+    sym = np.frombuffer(text[:lanes * span], dtype=np.uint8).reshape(lanes, span).T.astype(np.int64)
+    state, x = model.init_state(lanes), torch.zeros(lanes, dtype=torch.int64, device=model.device)
+    rows = np.empty((span, lanes, 256), dtype=np.int64)
+    with torch.no_grad():
+        for t in range(span):
+            rows[t] = advance(model, state, x).cpu().numpy()
+            x.copy_(torch.from_numpy(sym[t]))
+    level = LEVELS[DEFAULT_LEVEL]
+    params = _stage_params("cm", level, lane_policy(level, None, True)).for_data(text[:GPU_FRAME_SIZE])
+    params = params.fitted(GPU_FRAME_SIZE)
+    out = {"lanes": lanes, "steps": span, "level": DEFAULT_LEVEL, "runs": []}
+    for n in threads:
+        encoders = [AdaptiveStage(replace(params)).encoder(lanes, span) for _ in range(n)]
+        gate = threading.Barrier(n + 1)
+
+        def code(enc) -> None:
+            gate.wait()
+            for t in range(span):
+                enc.code(rows[t], sym[t])
+            gate.wait()
+        pool = [threading.Thread(target=code, args=(e,)) for e in encoders]
+        for p in pool:
+            p.start()
+        gate.wait()
+        t0 = time.perf_counter()
+        gate.wait()
+        wall = time.perf_counter() - t0
+        for p in pool:
+            p.join()
+        out["runs"].append({"stages": n, "wall_s": round(wall, 3),
+                            "us_per_lane_step": round(1e6 * wall / (lanes * span), 3),
+                            "mb_s_all": round(n * lanes * span / wall / 1e6, 3)})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--input", type=Path, required=True)
+    ap.add_argument("--model", default="default")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--lanes", type=int, nargs="+", default=[128, 512, 1024, 2048, 4096])
+    ap.add_argument("--steps", type=int, default=50, help="steps timed a lane count")
+    ap.add_argument("--profile-lanes", type=int, default=1024)
+    ap.add_argument("--stage-lanes", type=int, default=128, help="a 2 MiB frame's lanes at the default level")
+    ap.add_argument("--stage-steps", type=int, default=1000)
+    ap.add_argument("--stage-threads", type=int, nargs="+", default=None, help="default: 1, half the cores, all")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    raw = args.input.read_bytes()
+    text = lzma.decompress(raw) if args.input.suffix == ".xz" else raw
+    model = IntModel(load_model(args.model).int_weights(), args.device)
+    cores = os.cpu_count() or 1
+    threads = args.stage_threads or sorted({1, max(1, cores // 2), cores})
+    report: dict = {"device": torch.cuda.get_device_name(0) if model.device.type == "cuda" else "cpu",
+                    "cores": cores, "model": args.model}
+
+    def save(key: str, value) -> None:
+        report[key] = value
+        print(json.dumps({key: value}), flush=True)
+        if args.out:
+            args.out.write_text(json.dumps(report, indent=1))
+
+    save("steps", [step_times(model, n, args.steps) for n in args.lanes])
+    save("kernels", kernels(model, args.profile_lanes))
+    save("stage", stage_ceiling(model, text, args.stage_lanes, args.stage_steps, threads))
+
+
+if __name__ == "__main__":
+    main()
