@@ -136,6 +136,10 @@ class IntState:
     mem_e: torch.Tensor
     pos: torch.Tensor
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor, each with the lanes as its first dimension."""
+        return self.h + self.c + [self.mem, self.mem_e, self.pos]
+
 
 class IntModel:
     """The SHA-RNN in integers (rules in numerics.py), in torch on any device. Built from a float
@@ -238,28 +242,65 @@ def advance(model: IntModel, state: IntState, x: torch.Tensor) -> torch.Tensor:
     return freq
 
 
+_compiled: list = []  # `compiled_advance`'s function, made once a process
+
+
+def compiled_advance():
+    """`advance` compiled by torch.compile (inductor: on CUDA, Triton kernels that fuse the
+    step's chains of per-element integer operations, most of its ~550 kernels, into a few
+    dozen; what is left, the int8 matmuls and the ring's float32 bmms, stays with the libraries).
+    Integer operations have one answer in any fusion, and the bmms are exact in any order (rule
+    2), so the integers are the eager step's (tested against it). Called with `lanes_dynamic`
+    tensors, one compilation serves every number of lanes; nothing else may vary: where the
+    sizes and integers turned symbolic (`dynamic=True`, or torch's automatic dynamic shapes
+    after a second model) inductor's CPU code gave other integers than the eager step
+    (2026-11-27), so another model gets a compilation of its own."""
+    if not _compiled:
+        compiled = torch.compile(advance)
+
+        def step(model: IntModel, state: IntState, x: torch.Tensor) -> torch.Tensor:
+            # what differs from a compilation's guards (another model's shapes and shifts) makes a
+            # new static compilation, never a symbolic one
+            with torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+                return compiled(model, state, x)
+        _compiled.append(step)
+    return _compiled[0]
+
+
+def lanes_dynamic(*tensors: torch.Tensor) -> None:
+    """Marks the lanes' dimension (the first) of a compiled step's inputs as varying."""
+    for t in tensors:
+        torch._dynamo.maybe_mark_dynamic(t, 0)
+
+
 class GraphedStep:
     """`IntModel.step` for one batch of lanes on CUDA, captured once as a CUDA graph and then
-    replayed: a step is one launch instead of the ~550 small kernels the twin runs eagerly. The
-    same kernels run in the same order, so the integers are the eager step's. The lanes' state
-    lives in the graph's own tensors (`state`, where given: a batch's, codec/lane_batch.py)."""
+    replayed: a step is one launch instead of the ~550 small kernels the twin runs eagerly (or
+    the few dozen of the compiled step, `compiled`). The same kernels run in the same order, so
+    the integers are the step's. The lanes' state lives in the graph's own tensors (`state`,
+    where given: a batch's, codec/lane_batch.py)."""
 
     _capturing = threading.Lock()  # frames coded at once capture one at a time
 
-    def __init__(self, model: IntModel, lanes: int, state: IntState | None = None) -> None:
+    def __init__(self, model: IntModel, lanes: int, state: IntState | None = None, compiled: bool = False) -> None:
         self.state = model.init_state(lanes) if state is None else state
         self.x = torch.zeros(lanes, dtype=torch.int64, device=model.device)
         spare, side = model.init_state(lanes), torch.cuda.Stream(model.device)
+        step = advance
+        if compiled:
+            step = compiled_advance()
+            lanes_dynamic(self.x, *self.state.tensors(), *spare.tensors())
         with GraphedStep._capturing:
             side.wait_stream(torch.cuda.current_stream(model.device))
-            with torch.cuda.stream(side):  # libraries' lazy set-up (cuBLASLt) happens before a capture, not in it
+            # libraries' lazy set-up (cuBLASLt) and the compilation happen before a capture, not in it
+            with torch.cuda.stream(side):
                 for _ in range(2):
-                    advance(model, spare, self.x)
+                    step(model, spare, self.x)
             torch.cuda.current_stream(model.device).wait_stream(side)
             self.graph = torch.cuda.CUDAGraph()
             # other threads (frames at once) go on launching their own steps meanwhile
             with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
-                self.freq = advance(model, self.state, self.x).to(torch.int32)  # in [1, 2**30]: half the bytes back
+                self.freq = step(model, self.state, self.x).to(torch.int32)  # in [1, 2**30]: half the bytes back
 
     def __call__(self, prev: np.ndarray) -> np.ndarray:
         """prev: int64 [lanes] previous bytes -> int32 [lanes, 256] frequencies, on the CPU."""

@@ -49,17 +49,19 @@ def frame_thread(batch: LaneBatch, blocks: list[tuple[int, int]], grids: list[to
     return threading.Thread(target=work)
 
 
-DEVICES = [("cpu", False)] + ([("cuda", True)] if torch.cuda.is_available() else [])  # (device, CUDA graphs)
+# (device, CUDA graphs, the compiled step)
+DEVICES = [("cpu", False, False), ("cpu", False, True)] + (
+    [("cuda", True, False), ("cuda", True, True)] if torch.cuda.is_available() else [])
 
 
-@pytest.mark.parametrize("device,graphs", DEVICES)
+@pytest.mark.parametrize("device,graphs,compiled", DEVICES)
 @pytest.mark.parametrize("seed", range(3))
-def test_each_frames_rows_are_its_lanes_stepped_alone(trained, int_model, text, seed, device, graphs):
+def test_each_frames_rows_are_its_lanes_stepped_alone(trained, int_model, text, seed, device, graphs, compiled):
     # frames of blocks with lanes growing and shrinking and steps of every length: the batch
     # re-lays its regions out as frames grow, and lanes join at other lanes' every position
     plans = [[(2, STEPS), (5, 11), (3, STEPS)], [(4, 7), (4, STEPS), (1, 3)], [(6, STEPS + 5)], [(1, 9), (7, 20)]]
     on = int_model if device == "cpu" else quant.IntModel(trained.int_weights(), device)
-    batch, outs, errors, threads, expected = LaneBatch(on, graphs), [], [], [], []
+    batch, outs, errors, threads, expected = LaneBatch(on, graphs, compiled), [], [], [], []
     for k, plan in enumerate(plans):
         grids = [lanes_of(text[(k * 7 + j) * 400:], lanes, steps) for j, (lanes, steps) in enumerate(plan)]
         expected.append([run(int_model, g) for g in grids])

@@ -226,12 +226,32 @@ def test_the_in_place_step_a_cuda_graph_replays_equals_the_step(int_model, text)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_graphed_step_equals_the_eager_step_on_cuda(trained, text):
+@pytest.mark.parametrize("compiled", [False, True])
+def test_graphed_step_equals_the_eager_step_on_cuda(trained, text, compiled):
     model = quant.IntModel(trained.int_weights(), "cuda")
     grid = lanes_of(text, 20, STEPS)  # more than 16 lanes: int_mm's unpadded path; 3 lanes below
     for lanes in (20, 3):
-        graphed, prev, out = quant.GraphedStep(model, lanes), np.zeros(lanes, np.int64), []
+        graphed, prev, out = quant.GraphedStep(model, lanes, compiled=compiled), np.zeros(lanes, np.int64), []
         for t in range(STEPS):
             out.append(torch.from_numpy(graphed(prev)).to(torch.int64))
             prev = grid[:lanes, t].numpy()
         assert torch.equal(torch.stack(out), run(model, grid[:lanes].cuda()).cpu())
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+def test_the_compiled_step_equals_the_eager_step(trained, random_model, text, device):
+    """quant.compiled_advance (inductor's code: C++ on the CPU, Triton on a GPU) gives the eager
+    step's integers for two models in turn (other shapes' and shifts' compilations must stay
+    static: symbolic ones gave other integers) at every number of lanes, through the ring's wrap."""
+    compiled = quant.compiled_advance()
+    for loaded in (trained, random_model, trained):
+        model = quant.IntModel(loaded.int_weights(), device)
+        for lanes in (20, 3, 9):
+            grid = lanes_of(text, lanes, STEPS)
+            state, prev, out = model.init_state(lanes), torch.zeros(lanes, dtype=torch.int64, device=device), []
+            quant.lanes_dynamic(prev, *state.tensors())
+            with torch.no_grad():
+                for t in range(STEPS):
+                    out.append(compiled(model, state, prev).clone())
+                    prev.copy_(grid[:, t])
+            assert torch.equal(torch.stack(out).cpu(), run(model, grid.to(device)).cpu()), (loaded.name, lanes)

@@ -1,9 +1,10 @@
 """The GPU beside the CPU: compress and decompress MB/s and archive size, the GPU with every default
-on the issue's 32 MiB, then on a shorter input in as many frames as cores at other lane lengths
-and ways of batching the frames coded at once (their lanes in 2 or 1 shared batches, or each
-frame its own step: SHAZIP_GPU_GROUPS), the CPU at its automatic choice with every core; every
-round trip checked and the shorter rows' GPU archives decoded by the CPU. The CUDA set-up
-(context, libraries, first graphs) is timed apart, before the rows. One JSON line a row; `--out`
+on the issue's 32 MiB, then on a shorter input in as many frames as cores with the twin's own
+kernels instead of the compiled step (SHAZIP_GPU_COMPILE=0), at other lane lengths and ways of
+batching the frames coded at once (their lanes in 2 or 1 shared batches, or each frame its own
+step: SHAZIP_GPU_GROUPS), the CPU at its automatic choice with every core; every round trip
+checked and the shorter rows' GPU archives decoded by the CPU. The CUDA set-up (context,
+libraries, the step's compilation, first graphs) is timed apart, before the rows. One JSON line a row; `--out`
 holds every row finished so far (a run cut by its time limit keeps them).
 
     python benchmarks/gpu/bench.py --input gpu-run/mixed.txt.xz --mib 8 --out $OUT/bench.json
@@ -36,12 +37,13 @@ def timed(fn):
 
 
 def row(data: bytes, device: str, lane_kib: int, threads: int, frame_size: int | None, graphs: bool = True,
-        groups: int = GPU_GROUPS, check_on_cpu: bool = True) -> dict:
+        groups: int = GPU_GROUPS, check_on_cpu: bool = True, compiled: bool = True) -> dict:
     """One row. `frame_size` None: every default; else frames of that size, each one block (so
     frames under the default block are what they say); `lane_kib` 0: the automatic lanes, else
     lanes of that length."""
     os.environ["SHAZIP_CUDA_GRAPHS"] = "1" if graphs else "0"  # both read where the engines are made
     os.environ["SHAZIP_GPU_GROUPS"] = str(groups)
+    os.environ["SHAZIP_GPU_COMPILE"] = "1" if compiled else "0"
     block = DEFAULT_BLOCK_SIZE if frame_size is None else min(frame_size, DEFAULT_BLOCK_SIZE)
     lanes = max(1, block // (lane_kib << 10)) if lane_kib else None
     c = shazip.Compressor(device=device, lanes=lanes, threads=threads, block_size=block,
@@ -53,7 +55,8 @@ def row(data: bytes, device: str, lane_kib: int, threads: int, frame_size: int |
     assert back == data, "round trip"
     out = {"device": device, "lanes": lanes or "auto", "lane_bytes": lane_kib << 10 if lane_kib else "auto",
            "threads": threads, "frame_size": "default" if frame_size is None else frame_size,
-           **({"cuda_graphs": graphs, "gpu_groups": groups} if device != "cpu" else {}), "bytes": len(data),
+           **({"cuda_graphs": graphs, "gpu_groups": groups, "compiled": compiled} if device != "cpu" else {}),
+           "bytes": len(data),
            "archive": len(blob),
            "bits_per_byte": round(8 * len(blob) / len(data), 4), "compress_s": round(tc, 2),
            "decompress_s": round(td, 2), "compress_mb_s": round(len(data) / tc / 1e6, 4),
@@ -134,12 +137,15 @@ def main() -> None:
     if args.target_mib:  # the issue's target, every default (no decode on the CPU: its cores would take a minute)
         done(row(text[:int(args.target_mib * (1 << 20))], "cuda", 0, args.threads, None, True, args.groups[0],
                  check_on_cpu=False))
-    # then the quick rows first: a row's time is its lanes' length in steps (16,384 for 16 KB), not its size
+    # then the twin's own kernels (SHAZIP_GPU_COMPILE=0), and the quick rows first: a row's time
+    # is its lanes' length in steps (16,384 for 16 KB), not its size
     alone = data[:int(args.alone_mib * (1 << 20))]
-    for lane_kib, graphs, groups in ([(n, True, args.groups[0]) for n in args.lane_kib]
-                                     + [(0, True, g) for g in args.groups[1:]]
-                                     + [(n, False, args.groups[0]) for n in args.eager_lane_kib]):
-        done(row(data if graphs and groups else alone, "cuda", lane_kib, args.threads, frame, graphs, groups))
+    for lane_kib, graphs, groups, compiled in ([(0, True, args.groups[0], False)]
+                                               + [(n, True, args.groups[0], True) for n in args.lane_kib]
+                                               + [(0, True, g, True) for g in args.groups[1:]]
+                                               + [(n, False, args.groups[0], True) for n in args.eager_lane_kib]):
+        done(row(data if graphs and groups else alone, "cuda", lane_kib, args.threads, frame, graphs, groups,
+                 compiled=compiled))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 # torch (no build isolation, no network; the core built on every core, pybind11 from the
 # carried wheel where the machine's is older than 2.12), every CUDA test (in 4 processes where
 # pytest-xdist is there: alone they took 158 s of an H200 lend), where the step's time goes
-# (profile.py: $OUT/profile.json), then the benchmark.
+# (breakdown.py: $OUT/breakdown.json), then the benchmark.
 # Writes $OUT/summary.json (each phase's status and seconds, the machine, the benchmark's rows)
 # and $OUT/run.log. Exits 0 only where every phase passed.
 set -u
@@ -35,11 +35,11 @@ phase install 240 "python -c 'import pybind11, sys; sys.exit(tuple(map(int, pybi
   || python -m pip install -q --no-index --find-links $RUN/wheels 'pybind11>=2.12'; \
   SHAZIP_BUILD_JOBS=\$(nproc) python -m pip install -q --no-build-isolation --no-deps --no-index -e . && python -c 'import shazip.core as c; c.load(); print(c.kernels())'"
 phase tests 240 "SHAZIP_GPU_RUN=$RUN python -m pytest -q -p no:cacheprovider \$(python -c 'import xdist' 2>/dev/null && echo --numprocesses=4) tests/test_gpu.py tests/test_devices.py tests/test_quant.py tests/test_lane_batch.py -rs --durations=12"
-phase profile 90 "python benchmarks/gpu/profile.py --input $RUN/mixed.txt.xz --out $OUT/profile.json"
+phase breakdown 150 "python benchmarks/gpu/breakdown.py --input $RUN/mixed.txt.xz --out $OUT/breakdown.json"
 phase bench 300 "python benchmarks/gpu/bench.py --input $RUN/mixed.txt.xz --mib \${SHAZIP_GPU_MIB:-8} --out $OUT/bench.json"
 
 PHASES=""
-for name in machine install tests profile bench; do PHASES+="$name=${STATUS[$name]}:${SECONDS_OF[$name]} "; done
+for name in machine install tests breakdown bench; do PHASES+="$name=${STATUS[$name]}:${SECONDS_OF[$name]} "; done
 export PHASES
 python - "$OUT" <<'PY'
 import json, os, sys
@@ -47,8 +47,8 @@ out = sys.argv[1]
 phases = {k: {"exit": int(v.split(":")[0]), "seconds": int(v.split(":")[1])} for k, v in
           (p.split("=", 1) for p in os.environ["PHASES"].split())}
 bench = json.load(open(f"{out}/bench.json")) if os.path.exists(f"{out}/bench.json") else None
-profile = json.load(open(f"{out}/profile.json")) if os.path.exists(f"{out}/profile.json") else None
-summary = {"phases": phases, "passed": all(p["exit"] == 0 for p in phases.values()), "profile": profile,
+breakdown = json.load(open(f"{out}/breakdown.json")) if os.path.exists(f"{out}/breakdown.json") else None
+summary = {"phases": phases, "passed": all(p["exit"] == 0 for p in phases.values()), "breakdown": breakdown,
            "bench": bench}
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
 print(json.dumps(summary))

@@ -80,9 +80,9 @@ class TwinEngine:
     """The integer-exact model as torch code (quant.IntModel) on a torch device: the GPU engine.
     Same integers as `IntEngine`, so the same archives; the stage and coders stay on the CPU. Its
     lanes step in a `lane_batch.LaneBatch`: its own, or one shared with the other frames coded
-    at once on a GPU (`LaneBatching`). On CUDA a batch's step is a CUDA graph (quant.GraphedStep),
-    captured once for a layout of lanes and replayed for every block that fits it, unless
-    SHAZIP_CUDA_GRAPHS=0 asks for the eager step (the benchmark compares the two)."""
+    at once on a GPU (`LaneBatching`). On CUDA a batch's step is a CUDA graph (quant.GraphedStep)
+    of the compiled step, captured once for a layout of lanes and replayed for every block that
+    fits it (`batch_for` says what the environment may change)."""
 
     engine_id = IntEngine.engine_id
     engine_version = IntEngine.engine_version
@@ -92,9 +92,7 @@ class TwinEngine:
     def __init__(self, loaded: LoadedModel, device: str, batch: LaneBatch | None = None) -> None:
         if batch is None:
             from ..quant import IntModel
-            from .lane_batch import LaneBatch
-            model = IntModel(loaded.int_weights(), device)
-            batch = LaneBatch(model, uses_graphs(model))
+            batch = batch_for(IntModel(loaded.int_weights(), device))
         self.model, self._member = batch.model, batch.member()
 
     def start(self, lanes: int) -> Member:
@@ -109,9 +107,17 @@ class TwinEngine:
         state.leave()
 
 
-def uses_graphs(model: IntModel) -> bool:
-    """A step as a CUDA graph (on CUDA, unless SHAZIP_CUDA_GRAPHS=0 asks for the eager step)."""
-    return model.device.type == "cuda" and os.environ.get("SHAZIP_CUDA_GRAPHS", "1") != "0"
+def batch_for(model: IntModel) -> LaneBatch:
+    """A batch of lanes for `model`. On CUDA its step is a CUDA graph (unless
+    SHAZIP_CUDA_GRAPHS=0 asks for the eager step) of the compiled step (quant.compiled_advance,
+    where Triton is installed, unless SHAZIP_GPU_COMPILE=0 asks for the twin's own kernels); on
+    the CPU, the twin's eager step. The benchmark compares them."""
+    from importlib.util import find_spec
+
+    from .lane_batch import LaneBatch
+    cuda = model.device.type == "cuda"
+    return LaneBatch(model, graphs=cuda and os.environ.get("SHAZIP_CUDA_GRAPHS", "1") != "0",
+                     compiled=cuda and os.environ.get("SHAZIP_GPU_COMPILE", "1") != "0" and find_spec("triton") is not None)
 
 
 GPU_GROUPS = 2  # batches the frames coded at once on a GPU are split into (lane_batch.py says why)
@@ -137,11 +143,10 @@ class LaneBatching:
 
     def engine(self, loaded: LoadedModel, worker: int) -> TwinEngine:
         from ..quant import IntModel
-        from .lane_batch import LaneBatch
         with self._lock:
             if loaded.model_id not in self._batches:
                 model = IntModel(loaded.int_weights(), self.device)
-                self._batches[loaded.model_id] = [LaneBatch(model, uses_graphs(model)) for _ in range(self.groups)]
+                self._batches[loaded.model_id] = [batch_for(model) for _ in range(self.groups)]
             return TwinEngine(loaded, self.device, self._batches[loaded.model_id][worker % self.groups])
 
 

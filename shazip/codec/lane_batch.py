@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..quant import GraphedStep, IntModel, IntState, advance
+from ..quant import GraphedStep, IntModel, IntState, advance, compiled_advance, lanes_dynamic
 
 
 class LaneBatch:
@@ -31,8 +31,8 @@ class LaneBatch:
     waited for (their lanes step too, unused). A failed step fails every member waiting on it
     (and only those: an interrupted call leaves the batch usable for the next)."""
 
-    def __init__(self, model: IntModel, graphs: bool) -> None:
-        self.model, self.graphs = model, graphs
+    def __init__(self, model: IntModel, graphs: bool, compiled: bool = False) -> None:
+        self.model, self.graphs, self.compiled = model, graphs, compiled
         self._cond = threading.Condition()
         self._members: list[Member] = []  # in the order of their regions
         self._state: IntState = model.init_state(0)
@@ -56,7 +56,7 @@ class LaneBatch:
                 self._relayout(member, lanes)
             lo = member.offset
             with torch.no_grad():  # a fresh start for the member's lanes, in place (a graph reads these tensors)
-                for t in self._state.h + self._state.c + [self._state.mem_e, self._state.pos]:
+                for t in self._state.tensors():
                     t[lo:lo + member.size] = 0
             member.lanes, member.active, member.deposited = lanes, True, False
             member.prev = np.zeros(member.size, dtype=np.int64)
@@ -71,14 +71,10 @@ class LaneBatch:
             for m, was in zip(self._members, offsets):
                 m.offset = offset
                 if m is not member and m.size:
-                    for new_t, old_t in zip(self._tensors(self._state), self._tensors(old)):
+                    for new_t, old_t in zip(self._state.tensors(), old.tensors()):
                         new_t[offset:offset + m.size] = old_t[was:was + m.size]
                 offset += m.size
         self._step = None
-
-    @staticmethod
-    def _tensors(state: IntState) -> list[torch.Tensor]:
-        return state.h + state.c + [state.mem, state.mem_e, state.pos]
 
     def _deposit(self, member: Member, prev: np.ndarray) -> np.ndarray:
         with self._cond:
@@ -119,13 +115,17 @@ class LaneBatch:
 
     def _make_step(self) -> Callable[[np.ndarray], np.ndarray]:
         if self.graphs:
-            return GraphedStep(self.model, self.lanes, self._state)
+            return GraphedStep(self.model, self.lanes, self._state, self.compiled)
         x = torch.zeros(self.lanes, dtype=torch.int64, device=self.model.device)
+        step = advance
+        if self.compiled:
+            step = compiled_advance()
+            lanes_dynamic(x, *self._state.tensors())
 
         def eager(prev: np.ndarray) -> np.ndarray:
             x.copy_(torch.from_numpy(prev))
             with torch.no_grad():
-                return advance(self.model, self._state, x).to(torch.int32).cpu().numpy()
+                return step(self.model, self._state, x).to(torch.int32).cpu().numpy()
         return eager
 
     def _leave(self, member: Member) -> None:

@@ -1,11 +1,11 @@
-"""Where the GPU engine's time goes: the integer model's step on the card by lanes (the CUDA
-graph's replay alone, and with the previous bytes in and the rows out), the kernels of one step
-by device time, and the adaptive stage's ceiling on the machine's cores (µs a lane-step on the
+"""Where the GPU engine's time goes: the integer model's step on the card by lanes, the twin's
+kernels and the compiled step's (the CUDA graph's replay alone, and with the previous bytes in
+and the rows out), the kernels of one step by device time, and the adaptive stage's ceiling on the machine's cores (µs a lane-step on the
 model's real rows, one stage alone and one a core at once). A frame's stage codes its lanes one
 after another while the card steps, so the engine cannot outrun the stage's ceiling, nor a
 position's two batched steps' replays; `bench.py` measures what it reaches.
 
-    python benchmarks/gpu/profile.py --input gpu-run/mixed.txt.xz --out $OUT/profile.json
+    python benchmarks/gpu/breakdown.py --input gpu-run/mixed.txt.xz --out $OUT/breakdown.json
 
 Run by benchmarks/gpu/run.sh before the bench; checked here with `--device cpu` (the eager step,
 no graphs; e.g. `--lanes 16 64 --profile-lanes 16 --stage-lanes 16 --stage-steps 100`).
@@ -28,7 +28,7 @@ import torch
 from shazip.api import _stage_params
 from shazip.modelfile import load_model
 from shazip.options import DEFAULT_LEVEL, GPU_FRAME_SIZE, LEVELS, lane_policy
-from shazip.quant import GraphedStep, IntModel, advance
+from shazip.quant import GraphedStep, IntModel, advance, compiled_advance, lanes_dynamic
 from shazip.stage.adaptive import AdaptiveStage
 
 
@@ -37,23 +37,29 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def step_times(model: IntModel, lanes: int, steps: int) -> dict:
-    """ms a step at `lanes`: the whole call (bytes in, rows out) and, on CUDA, the replay alone."""
+def step_times(model: IntModel, lanes: int, steps: int, compiled: bool) -> dict:
+    """ms a step at `lanes`, the twin's kernels or the compiled step's: the whole call (bytes in,
+    rows out) and, on CUDA, the graph's replay alone."""
     prev = np.random.default_rng(lanes).integers(0, 256, lanes, dtype=np.int64)
     if model.device.type == "cuda":
-        step = GraphedStep(model, lanes)
+        step = GraphedStep(model, lanes, compiled=compiled)
         replay = lambda: step.graph.replay()  # noqa: E731
     else:
         state, x = model.init_state(lanes), torch.zeros(lanes, dtype=torch.int64)
+        fn = advance
+        if compiled:
+            fn = compiled_advance()
+            lanes_dynamic(x, *state.tensors())
 
         def step(p: np.ndarray) -> np.ndarray:
             x.copy_(torch.from_numpy(p))
             with torch.no_grad():
-                return advance(model, state, x).to(torch.int32).numpy()
+                return fn(model, state, x).to(torch.int32).numpy()
         replay = None
+    t = time.perf_counter()
     for _ in range(3):
         step(prev)
-    out = {"lanes": lanes}
+    out = {"lanes": lanes, "compiled": compiled, "first_3_s": round(time.perf_counter() - t, 2)}
     t = time.perf_counter()
     for _ in range(steps):
         step(prev)
@@ -69,22 +75,27 @@ def step_times(model: IntModel, lanes: int, steps: int) -> dict:
     return out
 
 
-def kernels(model: IntModel, lanes: int, steps: int = 3, top: int = 20) -> dict:
-    """The eager step's kernels (ops on the CPU) by total device time over `steps` steps."""
+def kernels(model: IntModel, lanes: int, compiled: bool, steps: int = 3, top: int = 20) -> dict:
+    """The step's kernels (ops on the CPU) by total device time over `steps` steps, the twin's
+    or the compiled step's."""
     from torch.profiler import ProfilerActivity, profile
     state, x = model.init_state(lanes), torch.zeros(lanes, dtype=torch.int64, device=model.device)
+    fn = advance
+    if compiled:
+        fn = compiled_advance()
+        lanes_dynamic(x, *state.tensors())
     with torch.no_grad():
-        advance(model, state, x)
+        fn(model, state, x)
         sync(model.device)
         cuda = model.device.type == "cuda"
         with profile(activities=[ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]) as prof:
             for _ in range(steps):
-                advance(model, state, x)
+                fn(model, state, x)
             sync(model.device)
     events = [e for e in prof.key_averages() if (e.device_time_total if cuda else e.self_cpu_time_total) > 0]
     total = lambda e: e.device_time_total if cuda else e.self_cpu_time_total  # noqa: E731
     events.sort(key=total, reverse=True)
-    return {"lanes": lanes, "per_step_us": round(sum(map(total, events)) / steps, 1),
+    return {"lanes": lanes, "compiled": compiled, "per_step_us": round(sum(map(total, events)) / steps, 1),
             "launches_per_step": round(sum(e.count for e in events) / steps, 1),
             "top": [{"name": e.key[:90], "per_step": round(e.count / steps, 1), "us": round(total(e) / steps, 1)}
                     for e in events[:top]]}
@@ -141,6 +152,8 @@ def main() -> None:
     ap.add_argument("--stage-lanes", type=int, default=128, help="a 2 MiB frame's lanes at the default level")
     ap.add_argument("--stage-steps", type=int, default=1000)
     ap.add_argument("--stage-threads", type=int, nargs="+", default=None, help="default: 1, half the cores, all")
+    ap.add_argument("--compiled", type=int, choices=[0, 1], default=None,
+                    help="time only the twin's kernels (0) or the compiled step (1); default both")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     raw = args.input.read_bytes()
@@ -157,8 +170,9 @@ def main() -> None:
         if args.out:
             args.out.write_text(json.dumps(report, indent=1))
 
-    save("steps", [step_times(model, n, args.steps) for n in args.lanes])
-    save("kernels", kernels(model, args.profile_lanes))
+    modes = [False, True] if args.compiled is None else [args.compiled]
+    save("steps", [step_times(model, n, args.steps, c) for c in modes for n in args.lanes])
+    save("kernels", [kernels(model, args.profile_lanes, c) for c in modes])
     save("stage", stage_ceiling(model, text, args.stage_lanes, args.stage_steps, threads))
 
 
