@@ -1,14 +1,18 @@
 """Where the GPU engine's time goes: the integer model's step on the card by lanes, the twin's
 kernels and the compiled step's (the CUDA graph's replay alone, and with the previous bytes in
-and the rows out), the kernels of one step by device time, and the adaptive stage's ceiling on the machine's cores (µs a lane-step on the
-model's real rows, one stage alone and one a core at once). A frame's stage codes its lanes one
-after another while the card steps, so the engine cannot outrun the stage's ceiling, nor a
-position's two batched steps' replays; `bench.py` measures what it reaches.
+and the rows out), the kernels of one step by device time, the adaptive stage's ceiling on the
+machine's cores (µs a lane-step on the model's real rows, one stage alone and one a core at
+once), and the ceiling of the frames' own loop (the same rows handed out by the lane batch: what
+N frames at once reach when the step costs nothing). A frame's stage codes its lanes one after
+another while the card steps, so the engine cannot outrun the loop's ceiling, nor a position's
+two batched steps' replays; `bench.py` measures what it reaches. Each part is written as it
+ends (the cheap ceilings first).
 
     python benchmarks/gpu/breakdown.py --input gpu-run/mixed.txt.xz --out $OUT/breakdown.json
 
 Run by benchmarks/gpu/run.sh before the bench; checked here with `--device cpu` (the eager step,
-no graphs; e.g. `--lanes 16 64 --profile-lanes 16 --stage-lanes 16 --stage-steps 100`).
+no graphs; e.g. `--lanes 16 --steps 3 --profile-lanes 16 --compiled 0 --stage-lanes 128
+--stage-steps 400 --stage-threads 1 2`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import lzma
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,8 +33,11 @@ import torch
 from shazip.api import _stage_params
 from shazip.modelfile import load_model
 from shazip.options import DEFAULT_LEVEL, GPU_FRAME_SIZE, LEVELS, lane_policy
+from shazip.codec.block import mixed_encode
+from shazip.codec.engines import TwinEngine
+from shazip.codec.lane_batch import LaneBatch
 from shazip.quant import GraphedStep, IntModel, advance, compiled_advance, lanes_dynamic
-from shazip.stage.adaptive import AdaptiveStage
+from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 
 
 def sync(device: torch.device) -> None:
@@ -101,11 +109,9 @@ def kernels(model: IntModel, lanes: int, compiled: bool, steps: int = 3, top: in
                     for e in events[:top]]}
 
 
-def stage_ceiling(model: IntModel, text: bytes, lanes: int, steps: int, threads: list[int]) -> dict:
-    """The default level's stage on the model's rows for `lanes` lanes of real text, `steps`
-    steps: µs a lane-step with T stages coding at once (each its own, as frames are), T each of
-    `threads`; the lane-steps a second all of them make is the engine's ceiling on this CPU."""
-    span = steps
+def real_rows(model: IntModel, text: bytes, lanes: int, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """The model's rows (int64 [span, lanes, 256]) for `lanes` lanes of real text and the
+    lanes' bytes (int64 [span, lanes])."""
     sym = np.frombuffer(text[:lanes * span], dtype=np.uint8).reshape(lanes, span).T.astype(np.int64)
     state, x = model.init_state(lanes), torch.zeros(lanes, dtype=torch.int64, device=model.device)
     rows = np.empty((span, lanes, 256), dtype=np.int64)
@@ -113,31 +119,88 @@ def stage_ceiling(model: IntModel, text: bytes, lanes: int, steps: int, threads:
         for t in range(span):
             rows[t] = advance(model, state, x).cpu().numpy()
             x.copy_(torch.from_numpy(sym[t]))
+    return rows, sym
+
+
+def stage_params(text: bytes) -> AdaptiveParams:
+    """The default level's stage on a GPU, for a frame of GPU_FRAME_SIZE."""
     level = LEVELS[DEFAULT_LEVEL]
     params = _stage_params("cm", level, lane_policy(level, None, True)).for_data(text[:GPU_FRAME_SIZE])
-    params = params.fitted(GPU_FRAME_SIZE)
+    return params.fitted(GPU_FRAME_SIZE)
+
+
+def together(work: Callable[[int], None], n: int) -> float:
+    """Seconds `work(i)` takes on n threads at once, i = 0 .. n-1, from when all have started."""
+    gate = threading.Barrier(n + 1)
+
+    def run(i: int) -> None:
+        gate.wait()
+        work(i)
+        gate.wait()
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for p in pool:
+        p.start()
+    gate.wait()
+    t0 = time.perf_counter()
+    gate.wait()
+    wall = time.perf_counter() - t0
+    for p in pool:
+        p.join()
+    return wall
+
+
+def stage_ceiling(rows: np.ndarray, sym: np.ndarray, params: AdaptiveParams, threads: list[int]) -> dict:
+    """µs a lane-step of T stages coding at once (each its own, as frames are), T each of
+    `threads`: the lane-steps a second all of them make is the engine's ceiling on this CPU."""
+    span, lanes = sym.shape
     out = {"lanes": lanes, "steps": span, "level": DEFAULT_LEVEL, "runs": []}
     for n in threads:
         encoders = [AdaptiveStage(replace(params)).encoder(lanes, span) for _ in range(n)]
-        gate = threading.Barrier(n + 1)
 
-        def code(enc) -> None:
-            gate.wait()
+        def code(i: int) -> None:
             for t in range(span):
-                enc.code(rows[t], sym[t])
-            gate.wait()
-        pool = [threading.Thread(target=code, args=(e,)) for e in encoders]
-        for p in pool:
-            p.start()
-        gate.wait()
-        t0 = time.perf_counter()
-        gate.wait()
-        wall = time.perf_counter() - t0
-        for p in pool:
-            p.join()
+                encoders[i].code(rows[t], sym[t])
+        wall = together(code, n)
         out["runs"].append({"stages": n, "wall_s": round(wall, 3),
                             "us_per_lane_step": round(1e6 * wall / (lanes * span), 3),
                             "mb_s_all": round(n * lanes * span / wall / 1e6, 3)})
+    return out
+
+
+class HandedRows(LaneBatch):
+    """A batch whose step hands out rows made before (the model's, tiled over its members):
+    what the frames' loop costs when the step costs nothing."""
+
+    def __init__(self, model: IntModel, rows: np.ndarray) -> None:
+        super().__init__(model, graphs=False)
+        self.rows = rows
+
+    def _make_step(self) -> Callable[[np.ndarray], np.ndarray]:
+        k, lanes = self.rows.shape[1], self.lanes  # every member codes the rows' text: its rows
+        bank = [np.tile(r.astype(np.int32), (-(-lanes // k), 1))[:lanes] for r in self.rows]
+        count = iter(range(1 << 62))
+        return lambda prev: bank[next(count) % len(bank)]
+
+
+def frames_ceiling(model: IntModel, loaded, text: bytes, rows: np.ndarray, params: AdaptiveParams,
+                   frames: list[int]) -> dict:
+    """N frames at once, each coding the rows' text through the GPU engine's own loop
+    (codec/block.py's `run_lanes`, the lane batch, the stage's calls), the step handing out the
+    rows made before: the loop's ceiling on this machine's cores (Python's lock held between
+    the stage's calls included), beside `stage_ceiling`'s."""
+    span, lanes = rows.shape[:2]
+    out = {"lanes": lanes, "steps": span, "runs": []}
+    for n in frames:
+        batch = HandedRows(model, rows)
+        engines = [TwinEngine(loaded, str(model.device), batch) for _ in range(n)]
+        for e in engines:  # every region laid out before the clock starts
+            e.finish(e.start(lanes))
+        stages = [AdaptiveStage(replace(params)) for _ in range(n)]
+        size = lanes * span
+        wall = together(lambda i: mixed_encode(engines[i], stages[i], text[:size], lanes), n)
+        out["runs"].append({"frames": n, "wall_s": round(wall, 3),
+                            "us_per_lane_step": round(1e6 * wall / size, 3),
+                            "mb_s_all": round(n * size / wall / 1e6, 3)})
     return out
 
 
@@ -170,10 +233,14 @@ def main() -> None:
         if args.out:
             args.out.write_text(json.dumps(report, indent=1))
 
-    modes = [False, True] if args.compiled is None else [args.compiled]
+    rows, sym = real_rows(model, text, args.stage_lanes, args.stage_steps)
+    params = stage_params(text)
+    save("stage", stage_ceiling(rows, sym, params, threads))
+    loaded = load_model(args.model)
+    save("frames", frames_ceiling(IntModel(loaded.int_weights(), "cpu"), loaded, text, rows, params, threads))
+    modes = [False, True] if args.compiled is None else [bool(args.compiled)]
     save("steps", [step_times(model, n, args.steps, c) for c in modes for n in args.lanes])
     save("kernels", [kernels(model, args.profile_lanes, c) for c in modes])
-    save("stage", stage_ceiling(model, text, args.stage_lanes, args.stage_steps, threads))
 
 
 if __name__ == "__main__":

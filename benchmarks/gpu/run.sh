@@ -34,7 +34,7 @@ phase machine 30 "nvidia-smi --query-gpu=name,driver_version,memory.total --form
 phase install 240 "python -c 'import pybind11, sys; sys.exit(tuple(map(int, pybind11.__version__.split(\".\")[:2])) < (2, 12))' \
   || python -m pip install -q --no-index --find-links $RUN/wheels 'pybind11>=2.12'; \
   SHAZIP_BUILD_JOBS=\$(nproc) python -m pip install -q --no-build-isolation --no-deps --no-index -e . && python -c 'import shazip.core as c; c.load(); print(c.kernels())'"
-phase tests 240 "SHAZIP_GPU_RUN=$RUN python -m pytest -q -p no:cacheprovider \$(python -c 'import xdist' 2>/dev/null && echo --numprocesses=4) tests/test_gpu.py tests/test_devices.py tests/test_quant.py tests/test_lane_batch.py -rs --durations=12"
+phase tests 300 "SHAZIP_GPU_RUN=$RUN python -m pytest -q -p no:cacheprovider \$(python -c 'import xdist' 2>/dev/null && echo --numprocesses=4) tests/test_gpu.py tests/test_devices.py tests/test_quant.py tests/test_lane_batch.py -rs --durations=12"
 phase breakdown 150 "python benchmarks/gpu/breakdown.py --input $RUN/mixed.txt.xz --out $OUT/breakdown.json"
 phase bench 300 "python benchmarks/gpu/bench.py --input $RUN/mixed.txt.xz --mib \${SHAZIP_GPU_MIB:-8} --out $OUT/bench.json"
 
