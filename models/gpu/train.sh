@@ -7,7 +7,8 @@
 # Nothing is installed: the trainer runs from the tree with the machine's torch (no native core,
 # no zstandard: the texts travel as xz). Phases, each under its own limit, each logged: the machine,
 # the texts unpacked and checked, then `shazip train` on CUDA (bf16 autocast) for
-# SHAZIP_TRAIN_MINUTES (default 7.5), from train-run/init.safetensors where the pack has one. It
+# SHAZIP_TRAIN_MINUTES (default 7.5), its last fifth a linear cooldown of the learning rate (the
+# next lend warms it up again), from train-run/init.safetensors where the pack has one. It
 # ends in a checkpoint and a float export (15 MB), which the next lend's pack takes as --init.
 # Into $OUT, at most the 8 files a device run returns: train.log (ending in a summary line),
 # metrics.jsonl, large.safetensors, and the checkpoint (checkpoint.json and its pieces of at most
@@ -39,6 +40,10 @@ phase() {  # phase NAME LIMIT COMMAND...: runs COMMAND under LIMIT seconds, outp
   return $status
 }
 
+# The run's steps, from the minutes at the rate a lend has shown (an H200: 29 steps/s with its
+# evaluations, 27 here for a margin), so that its last fifth can cool the learning rate down
+# (--cooldown needs --steps; --minutes still stops a slower machine, mid-cooldown).
+STEPS=$(python -c "print(int(60 * $MINUTES * ${SHAZIP_TRAIN_STEPS_PER_S:-27}))")
 INIT=""
 [ -f "$RUN/init.safetensors" ] && INIT="--init $RUN/init.safetensors"
 phase machine 30 "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; cat $RUN/manifest.json; \
@@ -46,7 +51,7 @@ phase machine 30 "nvidia-smi --query-gpu=name,driver_version,memory.total --form
 phase unpack 60 "python models/gpu/prepare.py --out $RUN --unpack $TEXT" \
   && phase train $(python -c "print(int(60 * $MINUTES) + 90)") \
     "python -m shazip.train $TEXT/train.txt $TEXT/valid.txt --config large $INIT --out $RUNDIR --name large \
-     --device ${SHAZIP_TRAIN_DEVICE:-cuda} --minutes $MINUTES --batch ${SHAZIP_TRAIN_BATCH:-256} --bptt 128 --lr 2e-3 --warmup 300 \
+     --device ${SHAZIP_TRAIN_DEVICE:-cuda} --minutes $MINUTES --steps $STEPS --cooldown $((STEPS / 5)) --batch ${SHAZIP_TRAIN_BATCH:-256} --bptt 128 --lr 2e-3 --warmup 300 \
      --valid-bytes ${SHAZIP_TRAIN_VALID_BYTES:-\$(stat -c %s $TEXT/valid.txt)} --eval-every 2000 --log-every 100 --checkpoint-minutes 2"
 status=$?
 cp "$RUNDIR"/metrics.jsonl "$RUNDIR"/large.safetensors "$OUT"/ 2>> "$LOG"
