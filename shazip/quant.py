@@ -243,6 +243,7 @@ def advance(model: IntModel, state: IntState, x: torch.Tensor) -> torch.Tensor:
 
 
 _compiled: list = []  # `compiled_advance`'s function, made once a process
+_compiling = threading.Lock()
 
 
 def compiled_advance():
@@ -260,8 +261,9 @@ def compiled_advance():
 
         def step(model: IntModel, state: IntState, x: torch.Tensor) -> torch.Tensor:
             # what differs from a compilation's guards (another model's shapes and shifts) makes a
-            # new static compilation, never a symbolic one
-            with torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+            # new static compilation, never a symbolic one (the patch is the process's: one call
+            # at a time)
+            with _compiling, torch._dynamo.config.patch(automatic_dynamic_shapes=False):
                 return compiled(model, state, x)
         _compiled.append(step)
     return _compiled[0]
