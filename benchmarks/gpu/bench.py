@@ -1,9 +1,9 @@
 """The GPU beside the CPU: compress and decompress MB/s and archive size, the GPU with every default
 on the issue's 32 MiB, then on a shorter input in as many frames as cores with the twin's own
-kernels instead of the compiled step (SHAZIP_GPU_COMPILE=0), at other lane lengths and ways of
-batching the frames coded at once (their lanes in 2 or 1 shared batches, or each frame its own
-step: SHAZIP_GPU_GROUPS), the CPU at its automatic choice with every core; every round trip
-checked and the shorter rows' GPU archives decoded by the CPU. The CUDA set-up (context,
+kernels instead of the compiled step (SHAZIP_GPU_COMPILE=0), the CPU at its automatic choice
+with every core, the GPU at other lane lengths and ways of batching the frames coded at once
+(their lanes in 2 or 1 shared batches, or each frame its own step: SHAZIP_GPU_GROUPS); every
+round trip checked and the shorter rows' GPU archives decoded by the CPU. The CUDA set-up (context,
 libraries, the step's compilation, first graphs) is timed apart, before the rows. One JSON line a row; `--out`
 holds every row finished so far (a run cut by its time limit keeps them).
 
@@ -131,21 +131,21 @@ def main() -> None:
                                  device="cuda", threads=args.threads) == warm
         machine["cuda_setup_s"] = round(time.perf_counter() - t, 2)
     print(json.dumps(machine), flush=True)
-    done(row(data, "cpu", 0, args.threads, frame))
     if args.no_gpu:
+        done(row(data, "cpu", 0, args.threads, frame))
         return
     if args.target_mib:  # the issue's target, every default (no decode on the CPU: its cores would take a minute)
         done(row(text[:int(args.target_mib * (1 << 20))], "cuda", 0, args.threads, None, True, args.groups[0],
                  check_on_cpu=False))
-    # then the twin's own kernels (SHAZIP_GPU_COMPILE=0), and the quick rows first: a row's time
-    # is its lanes' length in steps (16,384 for 16 KB), not its size
+    # then the twin's own kernels (SHAZIP_GPU_COMPILE=0), the CPU, and the quick rows first: a
+    # row's time is its lanes' length in steps (16,384 for 16 KB), not its size
     alone = data[:int(args.alone_mib * (1 << 20))]
-    for lane_kib, graphs, groups, compiled in ([(0, True, args.groups[0], False)]
-                                               + [(n, True, args.groups[0], True) for n in args.lane_kib]
-                                               + [(0, True, g, True) for g in args.groups[1:]]
-                                               + [(n, False, args.groups[0], True) for n in args.eager_lane_kib]):
-        done(row(data if graphs and groups else alone, "cuda", lane_kib, args.threads, frame, graphs, groups,
-                 compiled=compiled))
+    done(row(data, "cuda", 0, args.threads, frame, compiled=False))
+    done(row(data, "cpu", 0, args.threads, frame))
+    for lane_kib, graphs, groups in ([(n, True, args.groups[0]) for n in args.lane_kib]
+                                     + [(0, True, g) for g in args.groups[1:]]
+                                     + [(n, False, args.groups[0]) for n in args.eager_lane_kib]):
+        done(row(data if graphs and groups else alone, "cuda", lane_kib, args.threads, frame, graphs, groups))
 
 
 if __name__ == "__main__":
