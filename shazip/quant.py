@@ -275,6 +275,15 @@ def lanes_dynamic(*tensors: torch.Tensor) -> None:
         torch._dynamo.maybe_mark_dynamic(t, 0)
 
 
+def stepper(compiled: bool, *inputs: torch.Tensor):
+    """`advance`, or with `compiled` the compiled step, `inputs` (the tensors it will be called
+    with) marked `lanes_dynamic`."""
+    if not compiled:
+        return advance
+    lanes_dynamic(*inputs)
+    return compiled_advance()
+
+
 class GraphedStep:
     """`IntModel.step` for one batch of lanes on CUDA, captured once as a CUDA graph and then
     replayed: a step is one launch instead of the ~550 small kernels the twin runs eagerly (or
@@ -288,10 +297,7 @@ class GraphedStep:
         self.state = model.init_state(lanes) if state is None else state
         self.x = torch.zeros(lanes, dtype=torch.int64, device=model.device)
         spare, side = model.init_state(lanes), torch.cuda.Stream(model.device)
-        step = advance
-        if compiled:
-            step = compiled_advance()
-            lanes_dynamic(self.x, *self.state.tensors(), *spare.tensors())
+        step = stepper(compiled, self.x, *self.state.tensors(), *spare.tensors())
         with GraphedStep._capturing:
             side.wait_stream(torch.cuda.current_stream(model.device))
             # libraries' lazy set-up (cuBLASLt) and the compilation happen before a capture, not in it

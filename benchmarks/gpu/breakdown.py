@@ -36,7 +36,7 @@ from shazip.options import DEFAULT_LEVEL, GPU_FRAME_SIZE, LEVELS, lane_policy
 from shazip.codec.block import mixed_encode
 from shazip.codec.engines import TwinEngine
 from shazip.codec.lane_batch import LaneBatch
-from shazip.quant import GraphedStep, IntModel, advance, compiled_advance, lanes_dynamic
+from shazip.quant import GraphedStep, IntModel, advance, stepper
 from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 
 
@@ -54,10 +54,7 @@ def step_times(model: IntModel, lanes: int, steps: int, compiled: bool) -> dict:
         replay = lambda: step.graph.replay()  # noqa: E731
     else:
         state, x = model.init_state(lanes), torch.zeros(lanes, dtype=torch.int64)
-        fn = advance
-        if compiled:
-            fn = compiled_advance()
-            lanes_dynamic(x, *state.tensors())
+        fn = stepper(compiled, x, *state.tensors())
 
         def step(p: np.ndarray) -> np.ndarray:
             x.copy_(torch.from_numpy(p))
@@ -88,10 +85,7 @@ def kernels(model: IntModel, lanes: int, compiled: bool, steps: int = 3, top: in
     or the compiled step's."""
     from torch.profiler import ProfilerActivity, profile
     state, x = model.init_state(lanes), torch.zeros(lanes, dtype=torch.int64, device=model.device)
-    fn = advance
-    if compiled:
-        fn = compiled_advance()
-        lanes_dynamic(x, *state.tensors())
+    fn = stepper(compiled, x, *state.tensors())
     with torch.no_grad():
         fn(model, state, x)
         sync(model.device)

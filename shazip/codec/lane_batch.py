@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..quant import GraphedStep, IntModel, IntState, advance, compiled_advance, lanes_dynamic
+from ..quant import GraphedStep, IntModel, IntState, stepper
 
 
 class LaneBatch:
@@ -117,10 +117,7 @@ class LaneBatch:
         if self.graphs:
             return GraphedStep(self.model, self.lanes, self._state, self.compiled)
         x = torch.zeros(self.lanes, dtype=torch.int64, device=self.model.device)
-        step = advance
-        if self.compiled:
-            step = compiled_advance()
-            lanes_dynamic(x, *self._state.tensors())
+        step = stepper(self.compiled, x, *self._state.tensors())
 
         def eager(prev: np.ndarray) -> np.ndarray:
             x.copy_(torch.from_numpy(prev))
