@@ -3,9 +3,9 @@ on the issue's 32 MiB, then on a shorter input in as many frames as cores with t
 kernels instead of the compiled step (SHAZIP_GPU_COMPILE=0), the CPU at its automatic choice
 with every core, the GPU at other lane lengths and ways of batching the frames coded at once
 (their lanes in 2 or 1 shared batches, or each frame its own step: SHAZIP_GPU_GROUPS); every
-round trip checked and the shorter rows' GPU archives decoded by the CPU. The CUDA set-up (context,
-libraries, the step's compilation, first graphs) is timed apart, before the rows. One JSON line a row; `--out`
-holds every row finished so far (a run cut by its time limit keeps them).
+round trip checked and the shorter rows' GPU archives decoded by the CPU. The CUDA set-up
+(context, libraries, the step's compilation, first graphs) is timed apart, before the rows. One
+JSON line a row; `--out` holds every row finished so far (a run cut by its time limit keeps them).
 
     python benchmarks/gpu/bench.py --input gpu-run/mixed.txt.xz --mib 8 --out $OUT/bench.json
 
@@ -56,8 +56,7 @@ def row(data: bytes, device: str, lane_kib: int, threads: int, frame_size: int |
     out = {"device": device, "lanes": lanes or "auto", "lane_bytes": lane_kib << 10 if lane_kib else "auto",
            "threads": threads, "frame_size": "default" if frame_size is None else frame_size,
            **({"cuda_graphs": graphs, "gpu_groups": groups, "compiled": compiled} if device != "cpu" else {}),
-           "bytes": len(data),
-           "archive": len(blob),
+           "bytes": len(data), "archive": len(blob),
            "bits_per_byte": round(8 * len(blob) / len(data), 4), "compress_s": round(tc, 2),
            "decompress_s": round(td, 2), "compress_mb_s": round(len(data) / tc / 1e6, 4),
            "decompress_mb_s": round(len(data) / td / 1e6, 4)}
