@@ -116,8 +116,8 @@ def batch_for(model: IntModel) -> LaneBatch:
 
     from .lane_batch import LaneBatch
     cuda = model.device.type == "cuda"
-    return LaneBatch(model, graphs=cuda and os.environ.get("SHAZIP_CUDA_GRAPHS", "1") != "0",
-                     compiled=cuda and os.environ.get("SHAZIP_GPU_COMPILE", "1") != "0" and find_spec("triton") is not None)
+    compiled = cuda and os.environ.get("SHAZIP_GPU_COMPILE", "1") != "0" and find_spec("triton") is not None
+    return LaneBatch(model, graphs=cuda and os.environ.get("SHAZIP_CUDA_GRAPHS", "1") != "0", compiled=compiled)
 
 
 GPU_GROUPS = 2  # batches the frames coded at once on a GPU are split into (lane_batch.py says why)
