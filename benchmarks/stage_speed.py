@@ -36,7 +36,11 @@ from shazip.options import LEVELS, lane_policy  # noqa: E402
 CHILD = """
 import hashlib, json, sys, time
 import numpy as np
-from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
+import os, shazip
+if os.path.isdir(os.path.join(os.path.dirname(shazip.__file__), "stage")):
+    from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
+else:  # a tree from before the package's folders (and not the editable install's finder's)
+    from shazip.adaptive import AdaptiveParams, AdaptiveStage
 job = json.load(open(sys.argv[1]))
 z = np.load(job["rows"])
 freq, sym, active = z["freq"], z["sym"], z["active"]
@@ -53,8 +57,9 @@ print(json.dumps({"seconds": time.process_time() - t0, "sha256": hashlib.sha256(
 
 
 def timed(tree: Path, job: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    out = subprocess.run([sys.executable, "-c", CHILD, str(job)], env=env, capture_output=True, text=True, check=True)
+    env = dict(os.environ, PYTHONPATH=str(tree))  # and run in the tree: `-c` puts the working folder first
+    out = subprocess.run([sys.executable, "-c", CHILD, str(job)], env=env, cwd=tree, capture_output=True, text=True,
+                         check=True)
     return json.loads(out.stdout)
 
 
