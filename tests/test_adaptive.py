@@ -550,14 +550,15 @@ def test_version_8_models_round_trip_and_count():
 def test_mixer_on_every_kernel_path_by_hand(path):
     """The mixers' dot product and training on each kernel path, at the bounds the contract keeps
     (weights +-2**24, inputs +-4095, the fastest warm rate 4 * 64) and on random values, against
-    the contract's formulas."""
+    the contract's formulas; lengths up to the stage's most inputs (86), so that every vector tail
+    is met."""
     stage = AdaptiveStage(SMALL, kernels=path).native
     assert stage.kernels == path
     sq, rng = squash_table(), random.Random(5)
     cases = [([2**24, -(2**24)] * 15 + [2**24], [4095, -4095] * 15 + [4095], 0, 64),
-             ([-(2**24)] * 31, [4095] * 31, 1, 64)]
-    for _ in range(200):
-        n = rng.randint(1, 31)
+             ([-(2**24)] * 31, [4095] * 31, 1, 64), ([2**24] * 86, [-4095] * 86, 1, 64)]
+    for _ in range(300):
+        n = rng.randint(1, 86)
         cases.append(([rng.randint(-(2**24), 2**24) for _ in range(n)], [rng.randint(-4095, 4095) for _ in range(n)],
                       rng.randint(0, 1), rng.randint(1, 64)))
     for w, x, y, lr in cases:

@@ -405,6 +405,46 @@ static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extr
   }
 }
 
+// ---- the stage's mixers on int16 halves, as avx512vnni.cpp's (its comment says why they are exact)
+// with vpmaddwd in 8 lanes; the lanes past n are masked off (vpmaskmovd)
+static inline __m256i first_lanes(i64 n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(i32(n < 8 ? n : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static i64 mixer_dot(const i32* __restrict w, const i32* __restrict x, i64 n) {
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF), low12 = _mm256_set1_epi32(4095);
+  i64 s = 0;
+  for (i64 c = 0; c < n; c += 512) {
+    __m256i hi = _mm256_setzero_si256(), lo = _mm256_setzero_si256();
+    for (i64 i = c; i < n && i < c + 512; i += 8) {
+      const __m256i m = first_lanes(n - i);
+      const __m256i xv = _mm256_and_si256(_mm256_maskload_epi32(x + i, m), low16);
+      const __m256i wv = _mm256_maskload_epi32(w + i, m);
+      hi = _mm256_add_epi32(hi, _mm256_madd_epi16(xv, _mm256_srai_epi32(wv, 12)));
+      lo = _mm256_add_epi32(lo, _mm256_madd_epi16(xv, _mm256_and_si256(wv, low12)));
+    }
+    alignas(32) i32 h[8], l[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(h), hi);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(l), lo);
+    for (int j = 0; j < 8; ++j) s += i64(h[j]) * 4096 + l[j];
+  }
+  return s;
+}
+
+static void mixer_train(i32* __restrict w, const i32* __restrict x, i64 n, i64 e) {
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF), half = _mm256_set1_epi32(1 << 19);
+  const __m256i eh = _mm256_set1_epi32(i32(e >> 12) & 0xFFFF), el = _mm256_set1_epi32(i32(e & 4095));
+  const __m256i lo = _mm256_set1_epi32(-(1 << 24)), hi = _mm256_set1_epi32(1 << 24);
+  for (i64 i = 0; i < n; i += 8) {
+    const __m256i m = first_lanes(n - i);
+    const __m256i xv = _mm256_and_si256(_mm256_maskload_epi32(x + i, m), low16);
+    const __m256i part = _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(xv, el), half), 12);
+    const __m256i d = _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(xv, eh), part), 8);
+    const __m256i v = _mm256_add_epi32(_mm256_maskload_epi32(w + i, m), d);
+    _mm256_maskstore_epi32(w + i, m, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
+  }
+}
+
 }  // namespace
 
 SHAZIP_KERNEL_TABLE("avx2")

@@ -255,6 +255,56 @@ static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extr
   }
 }
 
+// ---- the stage's mixers on int16 halves. The inputs (|x| <= 4095) are int16s; a weight (|w| <=
+// 2**24) is wh 2**12 + wl with wh = w >> 12 (|wh| <= 2**12) and wl = w & 4095, both int16s.
+// vpdpwssd on x's int32 lanes with their upper halves cleared adds x wh (or x wl) exactly to an
+// int32 lane. Dot: a lane sums at most 64 such products (< 2**30) before the lanes are added in
+// int64. Training: x eh and x el likewise, then generic.h's formula.
+// (GCC 12 warns of the undefined vector that its own _mm512_srai_epi32 and min/max start from.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+static inline __mmask16 first_lanes(i64 n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+
+static i64 mixer_dot(const i32* __restrict w, const i32* __restrict x, i64 n) {
+  const __m512i low16 = _mm512_set1_epi32(0xFFFF), low12 = _mm512_set1_epi32(4095);
+  i64 s = 0;
+  for (i64 c = 0; c < n; c += 1024) {
+    __m512i hi = _mm512_setzero_si512(), lo = _mm512_setzero_si512();
+    for (i64 i = c; i < n && i < c + 1024; i += 16) {
+      const __mmask16 m = first_lanes(n - i);
+      const __m512i xv = _mm512_and_si512(_mm512_maskz_loadu_epi32(m, x + i), low16);
+      const __m512i wv = _mm512_maskz_loadu_epi32(m, w + i);
+      hi = _mm512_dpwssd_epi32(hi, xv, _mm512_srai_epi32(wv, 12));
+      lo = _mm512_dpwssd_epi32(lo, xv, _mm512_and_si512(wv, low12));
+    }
+    const __m512i hi64 = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(hi)),
+                                          _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(hi, 1)));
+    const __m512i lo64 = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(lo)),
+                                          _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(lo, 1)));
+    s += _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_slli_epi64(hi64, 12), lo64));
+  }
+  return s;
+}
+
+static void mixer_train(i32* __restrict w, const i32* __restrict x, i64 n, i64 e) {
+  const __m512i low16 = _mm512_set1_epi32(0xFFFF), half = _mm512_set1_epi32(1 << 19);
+  const __m512i eh = _mm512_set1_epi32(i32(e >> 12) & 0xFFFF), el = _mm512_set1_epi32(i32(e & 4095));
+  const __m512i lo = _mm512_set1_epi32(-(1 << 24)), hi = _mm512_set1_epi32(1 << 24);
+  for (i64 i = 0; i < n; i += 16) {
+    const __mmask16 m = first_lanes(n - i);
+    const __m512i xv = _mm512_and_si512(_mm512_maskz_loadu_epi32(m, x + i), low16);
+    const __m512i part = _mm512_srai_epi32(_mm512_add_epi32(_mm512_madd_epi16(xv, el), half), 12);
+    const __m512i d = _mm512_srai_epi32(_mm512_add_epi32(_mm512_madd_epi16(xv, eh), part), 8);
+    const __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, w + i), d);
+    _mm512_mask_storeu_epi32(w + i, m, _mm512_min_epi32(_mm512_max_epi32(v, lo), hi));
+  }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 }  // namespace
 
 SHAZIP_KERNEL_TABLE("avx512vnni")
