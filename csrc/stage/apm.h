@@ -3,6 +3,7 @@
 
 #include <vector>
 #include "common.h"
+#include "stage/big_vector.h"
 #include "stage/tables.h"
 
 namespace shazip::stage {
@@ -32,11 +33,11 @@ class APM {
     i32& c = t_[last_];
     c += i32((((i64(y) << P22_BITS) - c)) >> APM_RATE);
   }
-  std::vector<i32>& cells() { return t_; }
+  BigVector<i32>& cells() { return t_; }
   size_t bytes() const { return t_.size() * sizeof(i32); }
 
  private:
-  std::vector<i32> t_;
+  BigVector<i32> t_;
   size_t last_ = 0;
 };
 

@@ -41,9 +41,12 @@ class APMs {
     apm2_ = APM(tb, 65536);
   }
   size_t bytes() const { return apm1_.bytes() + apm2_.bytes() + match_apm_.bytes() + group_apm_.bytes(); }
-  // the order-1 APM's row of partial byte c0 after byte c1 (a hint only)
-  void prefetch(int c0, u32 c1) const {
-    if (on_) apm2_.prefetch(size_t(c0) | c1 << 8);
+  // the rows of partial byte c0 in lane L of the APMs by hashed contexts (order 1, GROUP_APM's; a
+  // hint only)
+  void prefetch(const Lane& L, int c0) const {
+    if (!on_) return;
+    apm2_.prefetch(size_t(c0) | (L.hist & 0xFF) << 8);
+    if (groups_) group_apm_.prefetch(group_apm_context(L, c0));
   }
   // the final P16 from the mix x_mix (pm = squash(x_mix)); mcx: the first match map's context
   int refine(const Tables& tb, const Lane& L, int xm, int pm, int c0, size_t mcx) {

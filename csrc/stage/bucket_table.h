@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 #include "common.h"
+#include "stage/big_vector.h"
 
 namespace shazip::stage {
 
@@ -35,7 +36,7 @@ class BucketTable {
     u8 b[64];
   };
   u8* bucket(u32 i) { return lines_[i >> 2].b + (i & 3) * 16; }
-  std::vector<Line> lines_;
+  BigVector<Line> lines_;
   u32 mask_;
 };
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common.h"
+#include "stage/big_vector.h"
 #include "stage/bucket_table.h"
 #include "stage/contexts.h"
 #include "stage/hash.h"
@@ -38,7 +39,7 @@ class ContextMaps {
       std::copy(init.begin(), init.end(), maps_.back().cells().begin());
     }
     if (p.has(RUNS)) {
-      runs_.assign(tables_.size(), std::vector<u32>(size_t(1) << (p.table_bits - RUN_BITS_BELOW), 0));
+      runs_.assign(tables_.size(), BigVector<u32>(size_t(1) << (p.table_bits - RUN_BITS_BELOW), 0));
       run_map_ = StateMap(tables_.size() * 256, u32(1) << (P22_BITS - 1 + COUNT_BITS));
     }
   }
@@ -139,7 +140,7 @@ class ContextMaps {
   std::vector<BucketTable> tables_;
   std::vector<u8> direct_;  // order 1: c1 << 8 | c0 -> bit-history state
   std::vector<StateMap> maps_;
-  std::vector<std::vector<u32>> runs_;  // RUNS: each hashed model's run table (as tables_)
+  std::vector<BigVector<u32>> runs_;  // RUNS: each hashed model's run table (as tables_)
   StateMap run_map_;  // RUNS: by the model, the run's length, the bit position, b2 != b1 and b1's bit
   // the byte's and the bit's: contexts, run entries, their checks and guesses, buckets, states, run map contexts
   u32 ctx_[MAX_INPUTS] = {};

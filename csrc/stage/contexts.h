@@ -87,6 +87,7 @@
 #include <vector>
 
 #include "common.h"
+#include "stage/big_vector.h"
 #include "stage/hash.h"
 #include "stage/history.h"
 #include "stage/lane.h"
@@ -151,7 +152,7 @@ class Indirect {
 
  private:
   size_t index3(u64 hist) const { return hash32(u32(hist & 0xFFFFFF)) >> shift_; }
-  std::vector<u16> o1_, o2_, o3_;
+  BigVector<u16> o1_, o2_, o3_;
   int shift_ = 32;
 };
 

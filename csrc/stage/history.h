@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common.h"
+#include "stage/big_vector.h"
 #include "stage/lane.h"
 
 namespace shazip::stage {
@@ -49,7 +50,7 @@ class History {
   }
   u64 mask() const { return (u64(1) << bits_) - 1; }
   int bits_ = 10;
-  std::vector<u8> ring_;
+  BigVector<u8> ring_;
 };
 
 

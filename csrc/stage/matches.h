@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "common.h"
+#include "stage/big_vector.h"
 #include "stage/hash.h"
 #include "stage/history.h"
 #include "stage/lane.h"
@@ -241,9 +242,9 @@ class Matches {
   Params prm_{};
   bool recover_ = false, line_ = false;  // RECOVER, LINE_MATCH
   int matchers_ = 0;  // match models: 0, 1, or 2 with LOCAL_MATCH
-  std::vector<u64> heads_;  // position + 1 of the byte after each hashed context (both match models')
+  BigVector<u64> heads_;  // position + 1 of the byte after each hashed context (both match models')
   StateMap match_map_[2];  // by the length band and the expected bit
-  std::vector<u64> line_heads_;  // LINE_MATCH: position + 1 of the byte after each lane's 2-byte context
+  BigVector<u64> line_heads_;  // LINE_MATCH: position + 1 of the byte after each lane's 2-byte context
   StateMap line_map_;  // LINE_MATCH: by the matcher, its length, the line of its ptr and the expected bit
   StateMap recover_map_;  // RECOVER: by the recovering match's length, misses and expected bit
 };

@@ -6,6 +6,7 @@
 #include <vector>
 #include "common.h"
 #include "kernels/kernels.h"
+#include "stage/big_vector.h"
 #include "stage/constants.h"
 
 namespace shazip::stage {
@@ -38,11 +39,13 @@ class Mixer {
     }
     k_->mixer_train(&w_[size_t(set) * n_], x, n_, err * lr);
   }
-  std::vector<i32>& weights() { return w_; }
+  BigVector<i32>& weights() { return w_; }
   const i32* set_weights(int set) const { return &w_[size_t(set) * n_]; }
-  void prefetch(int set) const {  // a set's weights (a hint only: a row is several cache lines)
+  void prefetch(int set) const {  // a set's weights and count (a hint only: a row is several cache lines)
     const char* row = reinterpret_cast<const char*>(&w_[size_t(set) * n_]);
-    for (size_t b = 0; b < size_t(n_) * sizeof(i32); b += 64) __builtin_prefetch(row + b);
+    const size_t last = size_t(n_) * sizeof(i32) - 1;
+    for (size_t b = 0; b < last; b += 64) __builtin_prefetch(row + b);
+    __builtin_prefetch(row + last);
     if (!seen_.empty()) __builtin_prefetch(&seen_[size_t(set)]);
   }
   // SEED_SETS: a set never updated (while warm: the counts tell) takes the weights at `from`
@@ -57,8 +60,8 @@ class Mixer {
   const kernels::Kernels* k_ = nullptr;
   int n_ = 0, lr_ = 0, warm_ = 0;
   i64 top_ = 0;  // 3 lr warm
-  std::vector<i32> w_;
-  std::vector<u32> seen_;  // updates of each set (while warm_), until its boost is 0
+  BigVector<i32> w_;
+  BigVector<u32> seen_;  // updates of each set (while warm_), until its boost is 0
 };
 
 }  // namespace shazip::stage

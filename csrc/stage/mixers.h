@@ -190,17 +190,13 @@ class Mixers {
     for (Layer& m : list_) m.mixer.update(x, m.set, y, tb.sq(m.out));
     if (layered_) final_.update(xf_, k_, y, tb.sq(xm_));
   }
-  // the rows of the mixers with 65,536 sets for the next bit, partial byte c0, rarely in cache (a
-  // hint only, fetched while the bit before updates its models)
-  void prefetch_next(const Lane& L, int c0, int expect) const {
+  // the rows at bit k, partial byte c0, of every mixer whose set the lane and c0 tell (all but MATCH's
+  // and SEEN's, which wait for the bit's inputs): a hint only, fetched while the bit before updates
+  // its models (after begin_byte, which sets the byte's sets)
+  void prefetch(const Lane& L, int k, int c0, int expect) const {
+    const BitFacts f{k, c0, 0, expect, 0, 0};
     for (const Layer& m : list_)
-      switch (m.by) {
-        case By::ORDER1: m.mixer.prefetch(order1_set(L, c0)); break;
-        case By::ORDER2: m.mixer.prefetch(order2_set(L, c0)); break;
-        case By::PLACE: m.mixer.prefetch(place_set(L, c0)); break;
-        case By::PREDICTED: m.mixer.prefetch(predicted_set(expect, c0)); break;
-        default: break;
-      }
+      if (m.by != By::MATCH && m.by != By::SEEN) m.mixer.prefetch(set_of(m, L, f));
   }
 
  private:

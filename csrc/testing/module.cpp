@@ -46,7 +46,7 @@ std::vector<i32> mixer_seed_steps(const std::shared_ptr<Stage>& s, int sets, con
     m.seed(set, m.set_weights(from));
     m.update(x.data(), set, y, s->tables().sq(m.dot(x.data(), set)));
   }
-  return m.weights();
+  return {m.weights().begin(), m.weights().end()};
 }
 
 // A lane's state after `data` with every model on, and the context bytes formed for the next byte
@@ -146,7 +146,7 @@ py::list line_match_trace(const std::shared_ptr<Stage>& on, const std::vector<i6
 py::tuple apm_step(const std::shared_ptr<Stage>& s, const std::vector<i32>& cells, int x, int y) {
   require(cells.size() == size_t(APM_CELLS), "an APM context has 33 cells");
   APM a(s->tables(), 1);
-  a.cells() = cells;
+  a.cells().assign(cells.begin(), cells.end());
   const int p = a.p16(x, 0);
   a.update(y);
   return py::make_tuple(p, a.cells());
