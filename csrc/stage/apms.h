@@ -41,19 +41,18 @@ class APMs {
     apm2_ = APM(tb, 65536);
   }
   size_t bytes() const { return apm1_.bytes() + apm2_.bytes() + match_apm_.bytes() + group_apm_.bytes(); }
-  // the rows of partial byte c0 in lane L of the APMs by hashed contexts (order 1, GROUP_APM's; a
-  // hint only)
+  // the rows of partial byte c0 in lane L of the APMs whose context the lane tells (all but
+  // MATCH_APM's; a hint only)
   void prefetch(const Lane& L, int c0) const {
     if (!on_) return;
+    apm1_.prefetch(apm1_context(L, c0));
     apm2_.prefetch(size_t(c0) | (L.hist & 0xFF) << 8);
     if (groups_) group_apm_.prefetch(group_apm_context(L, c0));
   }
   // the final P16 from the mix x_mix (pm = squash(x_mix)); mcx: the first match map's context
   int refine(const Tables& tb, const Lane& L, int xm, int pm, int c0, size_t mcx) {
     if (!on_) return pm;
-    size_t cx1 = size_t(c0);
-    if (field_eq_) cx1 |= size_t(L.field_eq) << 8 | size_t(std::min<u32>(L.field, APM1_FIELDS - 1)) << 9;
-    const int a1 = apm1_.p16(xm, cx1);
+    const int a1 = apm1_.p16(xm, apm1_context(L, c0));
     const int pa = (pm + 3 * a1) >> 2;
     const int a2 = apm2_.p16(tb.st(pa), size_t(c0) | (L.hist & 0xFF) << 8);
     int p = (pa + 3 * a2) >> 2;
@@ -70,6 +69,10 @@ class APMs {
   }
 
  private:
+  size_t apm1_context(const Lane& L, int c0) const {
+    if (!field_eq_) return size_t(c0);
+    return size_t(c0) | size_t(L.field_eq) << 8 | size_t(std::min<u32>(L.field, APM1_FIELDS - 1)) << 9;
+  }
   bool on_ = false, field_eq_ = false, match_ = false, groups_ = false;
   APM apm1_, apm2_, match_apm_, group_apm_;
 };
