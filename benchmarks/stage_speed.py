@@ -4,7 +4,8 @@ With --against DIR (another checkout, its core built in place: `python setup.py 
 --inplace`) both builds code the same rows with the same parameters in separate processes, in
 alternating rounds so that the machine's drift falls on both; each round also compares the two
 builds' payloads (they must be the same bytes). Pin it to one core (taskset) and name the kernel
-path (SHAZIP_KERNELS) with its figures.
+path (SHAZIP_KERNELS) with its figures. On a VM whose speed drifts, each round's ratio (the two
+builds one after the other) tells more than the fastest rounds.
 
     taskset -c 1 python benchmarks/stage_speed.py ../shared/data/enwik6 --bytes 200000 --levels 6 9 \\
         --against /tmp/old --rounds 5
@@ -105,7 +106,9 @@ def main() -> None:
                 line += f"  {name}: {min(us):.2f} µs/byte (median {statistics.median(us):.2f})"
             if args.against:
                 ratio = min(seconds["against"]) / min(seconds["this"])
-                line += f"  this build {ratio:.3f}x as fast (min over {args.rounds} rounds); payloads identical"
+                paired = statistics.median(a / t for a, t in zip(seconds["against"], seconds["this"]))
+                line += (f"  this build {ratio:.3f}x as fast (min over {args.rounds} rounds; the median of each"
+                         f" round's ratio {paired:.3f}x); payloads identical")
             print(line, flush=True)
 
 
