@@ -259,7 +259,7 @@ static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extr
 // 2**24) is wh 2**12 + wl with wh = w >> 12 (|wh| <= 2**12) and wl = w & 4095, both int16s.
 // vpdpwssd on x's int32 lanes with their upper halves cleared adds x wh (or x wl) exactly to an
 // int32 lane. Dot: a lane sums at most 64 such products (< 2**30) before the lanes are added in
-// int64. Training: x eh and x el likewise, then generic.h's formula.
+// int64. Training: x el + 2**19 and then x eh + that >> 12 in one vpdpwssd each (generic.h's formula).
 // (GCC 12 warns of the undefined vector that its own _mm512_srai_epi32 and min/max start from.)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
@@ -295,8 +295,8 @@ static void mixer_train(i32* __restrict w, const i32* __restrict x, i64 n, i64 e
   for (i64 i = 0; i < n; i += 16) {
     const __mmask16 m = first_lanes(n - i);
     const __m512i xv = _mm512_and_si512(_mm512_maskz_loadu_epi32(m, x + i), low16);
-    const __m512i part = _mm512_srai_epi32(_mm512_add_epi32(_mm512_madd_epi16(xv, el), half), 12);
-    const __m512i d = _mm512_srai_epi32(_mm512_add_epi32(_mm512_madd_epi16(xv, eh), part), 8);
+    const __m512i part = _mm512_srai_epi32(_mm512_dpwssd_epi32(half, xv, el), 12);
+    const __m512i d = _mm512_srai_epi32(_mm512_dpwssd_epi32(part, xv, eh), 8);
     const __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, w + i), d);
     _mm512_mask_storeu_epi32(w + i, m, _mm512_min_epi32(_mm512_max_epi32(v, lo), hi));
   }
