@@ -260,46 +260,73 @@ static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extr
 // vpdpwssd on x's int32 lanes with their upper halves cleared adds x wh (or x wl) exactly to an
 // int32 lane. Dot: a lane sums at most 64 such products (< 2**30) before the lanes are added in
 // int64. Training: x el + 2**19 and then x eh + that >> 12 in one vpdpwssd each (generic.h's formula).
+// Rows go four at a time through one pass over the inputs: independent chains, x loaded once.
 // (GCC 12 warns of the undefined vector that its own _mm512_srai_epi32 and min/max start from.)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 static inline __mmask16 first_lanes(i64 n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+constexpr int MIXER_ROWS = 4;  // rows a pass: 8 accumulators
 
-static i64 mixer_dot(const i32* __restrict w, const i32* __restrict x, i64 n) {
+// sums[r] += sum of w[r][i] x_i for i in [c, end) (end - c <= 1024), r < rows (<= MIXER_ROWS)
+static inline __attribute__((always_inline)) void mixer_dot_rows(const i32* const* w, int rows, const i32* x, i64 c,
+                                                                 i64 end, i64* sums) {
   const __m512i low16 = _mm512_set1_epi32(0xFFFF), low12 = _mm512_set1_epi32(4095);
-  i64 s = 0;
-  for (i64 c = 0; c < n; c += 1024) {
-    __m512i hi = _mm512_setzero_si512(), lo = _mm512_setzero_si512();
-    for (i64 i = c; i < n && i < c + 1024; i += 16) {
-      const __mmask16 m = first_lanes(n - i);
-      const __m512i xv = _mm512_and_si512(_mm512_maskz_loadu_epi32(m, x + i), low16);
-      const __m512i wv = _mm512_maskz_loadu_epi32(m, w + i);
-      hi = _mm512_dpwssd_epi32(hi, xv, _mm512_srai_epi32(wv, 12));
-      lo = _mm512_dpwssd_epi32(lo, xv, _mm512_and_si512(wv, low12));
+  __m512i hi[MIXER_ROWS], lo[MIXER_ROWS];
+  for (int r = 0; r < rows; ++r) hi[r] = lo[r] = _mm512_setzero_si512();
+  for (i64 i = c; i < end; i += 16) {
+    const __mmask16 m = first_lanes(end - i);
+    const __m512i xv = _mm512_and_si512(_mm512_maskz_loadu_epi32(m, x + i), low16);
+    for (int r = 0; r < rows; ++r) {
+      const __m512i wv = _mm512_maskz_loadu_epi32(m, w[r] + i);
+      hi[r] = _mm512_dpwssd_epi32(hi[r], xv, _mm512_srai_epi32(wv, 12));
+      lo[r] = _mm512_dpwssd_epi32(lo[r], xv, _mm512_and_si512(wv, low12));
     }
-    const __m512i hi64 = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(hi)),
-                                          _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(hi, 1)));
-    const __m512i lo64 = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(lo)),
-                                          _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(lo, 1)));
-    s += _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_slli_epi64(hi64, 12), lo64));
   }
-  return s;
+  for (int r = 0; r < rows; ++r) {
+    const __m512i hi64 = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(hi[r])),
+                                          _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(hi[r], 1)));
+    const __m512i lo64 = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(lo[r])),
+                                          _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(lo[r], 1)));
+    sums[r] += _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_slli_epi64(hi64, 12), lo64));
+  }
 }
 
-static void mixer_train(i32* __restrict w, const i32* __restrict x, i64 n, i64 e) {
+static void mixer_dot(const i32* const* w, i64 m, const i32* __restrict x, i64 n, i64* sums) {
+  for (i64 j = 0; j < m; ++j) sums[j] = 0;
+  for (i64 c = 0; c < n; c += 1024) {
+    const i64 end = min64(n, c + 1024);
+    i64 j = 0;
+    for (; j + MIXER_ROWS <= m; j += MIXER_ROWS) mixer_dot_rows(w + j, MIXER_ROWS, x, c, end, sums + j);
+    for (; j < m; ++j) mixer_dot_rows(w + j, 1, x, c, end, sums + j);
+  }
+}
+
+// rows r < rows (<= MIXER_ROWS) learn their errors e[r]
+static inline __attribute__((always_inline)) void mixer_train_rows(i32* const* w, const i64* e, int rows,
+                                                                   const i32* x, i64 n) {
   const __m512i low16 = _mm512_set1_epi32(0xFFFF), half = _mm512_set1_epi32(1 << 19);
-  const __m512i eh = _mm512_set1_epi32(i32(e >> 12) & 0xFFFF), el = _mm512_set1_epi32(i32(e & 4095));
   const __m512i lo = _mm512_set1_epi32(-(1 << 24)), hi = _mm512_set1_epi32(1 << 24);
+  __m512i eh[MIXER_ROWS], el[MIXER_ROWS];
+  for (int r = 0; r < rows; ++r)
+    eh[r] = _mm512_set1_epi32(i32(e[r] >> 12) & 0xFFFF), el[r] = _mm512_set1_epi32(i32(e[r] & 4095));
   for (i64 i = 0; i < n; i += 16) {
     const __mmask16 m = first_lanes(n - i);
     const __m512i xv = _mm512_and_si512(_mm512_maskz_loadu_epi32(m, x + i), low16);
-    const __m512i part = _mm512_srai_epi32(_mm512_dpwssd_epi32(half, xv, el), 12);
-    const __m512i d = _mm512_srai_epi32(_mm512_dpwssd_epi32(part, xv, eh), 8);
-    const __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, w + i), d);
-    _mm512_mask_storeu_epi32(w + i, m, _mm512_min_epi32(_mm512_max_epi32(v, lo), hi));
+    for (int r = 0; r < rows; ++r) {
+      const __m512i part = _mm512_srai_epi32(_mm512_dpwssd_epi32(half, xv, el[r]), 12);
+      const __m512i d = _mm512_srai_epi32(_mm512_dpwssd_epi32(part, xv, eh[r]), 8);
+      const __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, w[r] + i), d);
+      _mm512_mask_storeu_epi32(w[r] + i, m, _mm512_min_epi32(_mm512_max_epi32(v, lo), hi));
+    }
   }
+}
+
+static void mixer_train(i32* const* w, const i64* e, i64 m, const i32* __restrict x, i64 n) {
+  i64 j = 0;
+  for (; j + MIXER_ROWS <= m; j += MIXER_ROWS) mixer_train_rows(w + j, e + j, MIXER_ROWS, x, n);
+  for (; j < m; ++j) mixer_train_rows(w + j, e + j, 1, x, n);
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop

@@ -221,21 +221,27 @@ static void out_freq(const i32* __restrict acc, i64 e, const i64* __restrict m, 
 
 // ---- the adaptive stage's mixers (stage/mixer.h; their rules: the contract atop stage/stage.h);
 // avx2.cpp and avx512vnni.cpp have their own on int16 halves (vpmaddwd)
-// sum w_i x_i, exact in int64 whatever the order (|w_i| <= 2**24, |x_i| <= 4095)
-[[maybe_unused]] static i64 mixer_dot_generic(const i32* __restrict w, const i32* __restrict x, i64 n) {
-  i64 s = 0;
-  for (i64 i = 0; i < n; ++i) s += i64(w[i]) * x[i];
-  return s;
+// sum w_i x_i of each row, exact in int64 whatever the order (|w_i| <= 2**24, |x_i| <= 4095)
+[[maybe_unused]] static void mixer_dot_generic(const i32* const* w, i64 m, const i32* __restrict x, i64 n, i64* sums) {
+  for (i64 j = 0; j < m; ++j) {
+    const i32* __restrict r = w[j];
+    i64 s = 0;
+    for (i64 i = 0; i < n; ++i) s += i64(r[i]) * x[i];
+    sums[j] = s;
+  }
 }
 
 // w_i = clamp(w_i + floor((x_i e + 2**19) / 2**20), +-2**24), for |x_i| <= 4095 and |e| < 2**24, in
 // int32 lanes: with e = eh 2**12 + el (0 <= el < 2**12), floor((x e + 2**19) / 2**20) =
 // floor((x eh + floor((x el + 2**19) / 2**12)) / 2**8), and no term reaches 2**25.
-[[maybe_unused]] static void mixer_train_generic(i32* __restrict w, const i32* __restrict x, i64 n, i64 e) {
-  const i32 eh = i32(e >> 12), el = i32(e & 4095);
-  for (i64 i = 0; i < n; ++i) {
-    const i32 d = (x[i] * eh + ((x[i] * el + (1 << 19)) >> 12)) >> 8;
-    const i32 v = w[i] + d;
-    w[i] = v < -(1 << 24) ? -(1 << 24) : (v > (1 << 24) ? (1 << 24) : v);
+[[maybe_unused]] static void mixer_train_generic(i32* const* w, const i64* e, i64 m, const i32* __restrict x, i64 n) {
+  for (i64 j = 0; j < m; ++j) {
+    i32* __restrict r = w[j];
+    const i32 eh = i32(e[j] >> 12), el = i32(e[j] & 4095);
+    for (i64 i = 0; i < n; ++i) {
+      const i32 d = (x[i] * eh + ((x[i] * el + (1 << 19)) >> 12)) >> 8;
+      const i32 v = r[i] + d;
+      r[i] = v < -(1 << 24) ? -(1 << 24) : (v > (1 << 24) ? (1 << 24) : v);
+    }
   }
 }

@@ -100,11 +100,13 @@ struct Kernels {
   void (*out_freq)(const i32* acc, i64 e, const i64* m, const i64* bias, int shift, const i32* exp_out, i64 n,
                    i64* freq, i64* scratch);
 
-  // ---- the adaptive stage's mixers (csrc/stage), |w_i| <= 2**24, |x_i| <= 4095 (ST_MAX)
-  // sum_{i < n} w_i x_i, exact in int64
-  i64 (*mixer_dot)(const i32* w, const i32* x, i64 n);
-  // w_i = clamp(w_i + floor((x_i e + 2**19) / 2**20), +-2**24) for i < n; |e| < 2**24
-  void (*mixer_train)(i32* w, const i32* x, i64 n, i64 e);
+  // ---- the adaptive stage's mixers (csrc/stage): m weight rows over the same inputs, |w[j][i]| <=
+  // 2**24, |x_i| <= 4095 (ST_MAX). One call for every mixer of a bit: the inputs are read once.
+  // sums[j] = sum_{i < n} w[j][i] x_i for j < m, exact in int64
+  void (*mixer_dot)(const i32* const* w, i64 m, const i32* x, i64 n, i64* sums);
+  // w[j][i] = clamp(w[j][i] + floor((x_i e[j] + 2**19) / 2**20), +-2**24) for j < m, i < n; |e[j]| < 2**24;
+  // the rows do not overlap
+  void (*mixer_train)(i32* const* w, const i64* e, i64 m, const i32* x, i64 n);
 };
 
 // The path `name` ("auto": the SHAZIP_KERNELS environment variable's path if it is set, else

@@ -26,21 +26,34 @@ class Mixer {
     if (lr < 1 || lr > 64) throw std::invalid_argument("mixer_lr must be in [1, 64]");
     for (int s = 0; s < sets; ++s) std::copy(init.begin(), init.end(), w_.begin() + size_t(s) * inputs);
   }
-  // returns x_mix (the clamped stretch-domain output)
+  // x_mix (the clamped stretch-domain output) of a row's dot product
+  static int output(i64 dot) { return clampi(dot >> 16, -ST_MAX, ST_MAX); }
+  // x_mix of set `set` (Mixers computes all of a bit's rows in one kernel call)
   int dot(const i32* x, int set) const {
-    return clampi(k_->mixer_dot(&w_[size_t(set) * n_], x, n_) >> 16, -ST_MAX, ST_MAX);
+    const i32* row = set_weights(set);
+    i64 sum;
+    k_->mixer_dot(&row, 1, x, n_, &sum);
+    return output(sum);
   }
-  void update(const i32* x, int set, int y, int p16) {
+  // the error of the set's prediction p16 of bit y, times the set's rate (counting the update
+  // while the set is warm): what its row learns, by mixer_train
+  i64 error(int set, int y, int p16) {
     const i64 err = (i64(y) << 16) - p16;
     i64 lr = lr_;
     if (warm_) {  // the boost is 0 once warm + n > top: the count (and the division) stop there
       u32& n = seen_[size_t(set)];
       if (warm_ + i64(n) <= top_) lr += top_ / (warm_ + i64(n++));
     }
-    k_->mixer_train(&w_[size_t(set) * n_], x, n_, err * lr);
+    return err * lr;
+  }
+  void update(const i32* x, int set, int y, int p16) {
+    i32* row = set_row(set);
+    const i64 e = error(set, y, p16);
+    k_->mixer_train(&row, &e, 1, x, n_);
   }
   BigVector<i32>& weights() { return w_; }
   const i32* set_weights(int set) const { return &w_[size_t(set) * n_]; }
+  i32* set_row(int set) { return &w_[size_t(set) * n_]; }
   void prefetch(int set) const {  // a set's weights and count (a hint only: a row is several cache lines)
     const char* row = reinterpret_cast<const char*>(&w_[size_t(set) * n_]);
     const size_t last = size_t(n_) * sizeof(i32) - 1;

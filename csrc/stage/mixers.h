@@ -51,6 +51,7 @@
 #pragma once
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "common.h"
@@ -73,7 +74,8 @@ constexpr int ORDER_SET_BITS = 16;  // ORDER_MIX: each mixer's sets (c1 and c0; 
 constexpr u32 ORDER_SETS = u32(1) << ORDER_SET_BITS;
 constexpr u32 PLACE_MAX = 16;  // PLACE_MIX: fields 0..14 and 15 or later, columns 0..14 and 15 or later
 constexpr u32 PLACE_SETS = PLACE_MAX * PLACE_MAX * 256, PREDICTED_SETS = 257 * 256;  // PLACE_MIX's, MATCH_MIX's
-constexpr int FINAL_INPUTS = 12;  // the mixers below and NN_FINAL's input
+constexpr int MAX_MIXERS = 11;  // the mixers below (By)
+constexpr int FINAL_INPUTS = MAX_MIXERS + 1;  // theirs and NN_FINAL's input
 
 // What selects a mixer's weight set, in the order of the final mixer's inputs
 enum class By : u8 {
@@ -134,7 +136,7 @@ class Mixers {
  public:
   Mixers() = default;
   Mixers(const Params& p, const kernels::Kernels& k, int inputs)
-      : layered_(p.has(LAYERED)), match_ctx_(p.has(MATCH_CTX)), digits_(p.has(DIGITS)), field_eq_(p.has(FIELD_EQ)),
+      : kernels_(&k), inputs_(inputs), layered_(p.has(LAYERED)), match_ctx_(p.has(MATCH_CTX)), digits_(p.has(DIGITS)), field_eq_(p.has(FIELD_EQ)),
         seed_(p.has(SEED_SETS)), nn_final_(p.has(NN_FINAL)) {
     std::vector<i32> w(size_t(inputs), p.nn ? 0 : 16384);
     if (p.nn) w[0] = 65536;
@@ -151,6 +153,7 @@ class Mixers {
     if (p.has(ORDER_MIX)) add(By::ORDER1, ORDER_SETS), add(By::ORDER2, ORDER_SETS);
     if (p.has(PLACE_MIX)) add(By::PLACE, PLACE_SETS);
     if (p.has(MATCH_MIX)) add(By::PREDICTED, PREDICTED_SETS);
+    if (list_.size() > size_t(MAX_MIXERS)) throw std::logic_error("more mixers than MAX_MIXERS");
     const int n = int(list_.size()) + nn_final_;
     final_ = Mixer(k, n, 8, final_rate(p), std::vector<i32>(size_t(n), 65536 / n), warm);
   }
@@ -177,7 +180,12 @@ class Mixers {
       const i32* from = first.set_weights(list_[0].set);
       for (size_t i = 1; i < list_.size(); ++i) list_[i].mixer.seed(list_[i].set, from);
     }
-    for (Layer& m : list_) m.out = m.mixer.dot(x, m.set);
+    const i32* rows[MAX_MIXERS];
+    i64 sums[MAX_MIXERS];
+    const size_t nl = list_.size();
+    for (size_t i = 0; i < nl; ++i) rows[i] = list_[i].mixer.set_weights(list_[i].set);
+    kernels_->mixer_dot(rows, i64(nl), x, inputs_, sums);
+    for (size_t i = 0; i < nl; ++i) list_[i].out = Mixer::output(sums[i]);
     if (!layered_) return (list_[0].out + list_[1].out) >> 1;
     int nf = 0;
     for (const Layer& m : list_) xf_[nf++] = m.out;
@@ -187,7 +195,15 @@ class Mixers {
   }
   // every mixer learns bit y from its own prediction
   void update(const Tables& tb, const i32* x, int y) {
-    for (Layer& m : list_) m.mixer.update(x, m.set, y, tb.sq(m.out));
+    i32* rows[MAX_MIXERS];
+    i64 errors[MAX_MIXERS];
+    const size_t nl = list_.size();
+    for (size_t i = 0; i < nl; ++i) {
+      Layer& m = list_[i];
+      rows[i] = m.mixer.set_row(m.set);
+      errors[i] = m.mixer.error(m.set, y, tb.sq(m.out));
+    }
+    kernels_->mixer_train(rows, errors, i64(nl), x, inputs_);
     if (layered_) final_.update(xf_, k_, y, tb.sq(xm_));
   }
   // the rows at bit k, partial byte c0, of every mixer whose set the lane and c0 tell (all but MATCH's
@@ -223,6 +239,8 @@ class Mixers {
     }
     return 0;
   }
+  const kernels::Kernels* kernels_ = nullptr;
+  int inputs_ = 0;  // every mixer's but the final one's
   bool layered_ = false, match_ctx_ = false, digits_ = false, field_eq_ = false, seed_ = false, nn_final_ = false;
   std::vector<Layer> list_;
   Mixer final_;

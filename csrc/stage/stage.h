@@ -151,8 +151,9 @@ class Stage {
     nn_.prefetch(1, c1);
     int c0 = 1;  // 1 followed by the bits of this byte so far
     for (int k = 0; k < 8; ++k) {
-      if (k < 7)  // the hashed APMs' and the NN APM's rows of both possible next bits (a hint only)
-        for (int y = 0; y < 2; ++y) apms_.prefetch(L, c0 * 2 + y), nn_.prefetch(c0 * 2 + y, c1);
+      if (k < 7)  // the mixers', hashed APMs' and NN APM's rows of both possible next bits (a hint only)
+        for (int y = 0; y < 2; ++y)
+          mixers_.prefetch(L, k + 1, c0 * 2 + y, e.expect[0]), apms_.prefetch(L, c0 * 2 + y), nn_.prefetch(c0 * 2 + y, c1);
       // inputs -> mixers -> APMs -> the coder
       i32 x[MAX_INPUTS];
       int n = 0;
@@ -164,7 +165,6 @@ class Stage {
       const int xm = mixers_.mix(L, {k, c0, seen, e.expect[0], e.band[0], mcx.match[0]}, x, x[0]);
       const int p = apms_.refine(tb, L, xm, tb.sq(xm), c0, mcx.match[0]);
       const int y = io(clampi(p, 1, P16_MAX), sym < 0 ? -1 : (sym >> (7 - k)) & 1);
-      if (k < 7) mixers_.prefetch(L, k + 1, c0 * 2 + y, e.expect[0]);
       // every component learns the bit from its own prediction
       mixers_.update(tb, x, y);
       nn_.update(y);

@@ -33,6 +33,23 @@ py::tuple mixer_step(const std::shared_ptr<Stage>& s, std::vector<i32> w, const 
   return py::make_tuple(p, m.weights());
 }
 
+// the kernel path's mixer_dot and mixer_train on m rows at once: (each row's sum w x, the rows after
+// learning their errors e)
+py::tuple mixer_rows(const std::shared_ptr<Stage>& s, std::vector<std::vector<i32>> w, const std::vector<i32>& x,
+                     const std::vector<i64>& e) {
+  require(!w.empty() && w.size() == e.size() && !x.empty() && x.size() <= size_t(MAX_INPUTS), "bad sizes");
+  std::vector<i32*> rows;
+  for (auto& r : w) {
+    require(r.size() == x.size(), "bad sizes");
+    rows.push_back(r.data());
+  }
+  const i64 m = i64(rows.size()), n = i64(x.size());
+  std::vector<i64> sums(rows.size());
+  s->kernels().mixer_dot(rows.data(), m, x.data(), n, sums.data());
+  s->kernels().mixer_train(rows.data(), e.data(), m, x.data(), n);
+  return py::make_tuple(sums, w);
+}
+
 // SEED_SETS on one mixer of `sets` sets starting at `init`: each step (set, from, y) seeds the set from
 // set `from`, predicts x and learns bit y; returns every set's weights after the steps
 std::vector<i32> mixer_seed_steps(const std::shared_ptr<Stage>& s, int sets, const std::vector<i32>& init,
@@ -165,6 +182,7 @@ PYBIND11_MODULE(_testing, m) {
   m.def("counter_update", &counter_update);
   m.def("mixer_step", &mixer_step, py::arg("stage"), py::arg("w"), py::arg("x"), py::arg("y"), py::arg("lr"),
         py::arg("warm") = 0, py::arg("seen") = 0);
+  m.def("mixer_rows", &mixer_rows);
   m.def("structure_after", &structure_after);
   m.def("indirect_after", &indirect_after);
   m.def("places_context", [](const py::bytes& data) { return places_context(lane_after(std::string(data))); });
