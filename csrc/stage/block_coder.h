@@ -31,9 +31,9 @@ class BlockCoder {
   // the rows of active lanes [lo, hi) (freq indexed by lane): none full, each entry in [1, 2**30]
   void check(const i64* freq, i64 lo, i64 hi) const {
     require(lo >= 0 && lo <= hi && hi <= i64(lanes_.size()), "more rows than lanes");
-    bool bad = false;
-    for (i64 i = lo * 256; i < hi * 256; ++i) bad |= (freq[i] < 1) | (freq[i] > FREQ_MAX);
-    require(!bad, "frequencies must be in [1, 2**30]");
+    u64 off = 0;  // f in [1, 2**30] iff f - 1 (as u64) is below 2**30: no bit above 29 in any
+    for (i64 i = lo * 256; i < hi * 256; ++i) off |= u64(freq[i]) - 1;
+    require(off >> 30 == 0, "frequencies must be in [1, 2**30]");
     for (i64 b = lo; b < hi; ++b) require(lanes_[size_t(b)].coded < at_.span, "a lane is already full");
   }
   std::shared_ptr<Stage> st_;

@@ -21,13 +21,12 @@ class NNInputs {
   }
   int inputs() const { return on_ ? 3 : 0; }
   size_t bytes() const { return apm_.bytes(); }
-  // the byte's subtree sums from the NN's 256 frequencies: tree[(1 << d) + v] = total of the byte
-  // values whose top d bits are v
+  // the byte's frequencies (valid until the byte is coded); each bit sums the half of the bits so
+  // far's range it needs (the other is what is left of the range's sum)
   void begin_byte(const i64* freq) {
     if (!on_) return;
-    std::copy(freq, freq + 256, tree_ + 256);
-    for (int d = 7; d >= 0; --d)
-      for (int v = 0; v < (1 << d); ++v) tree_[(1 << d) + v] = tree_[(2 << d) + 2 * v] + tree_[(2 << d) + 2 * v + 1];
+    freq_ = freq;
+    node_ = -1;
   }
   // the row of partial byte c0 after byte c1 (a hint only)
   void prefetch(int c0, u32 c1) const {
@@ -36,7 +35,11 @@ class NNInputs {
   // the bit's inputs (c0: 1 followed by the bits so far), appended to x
   void bit_inputs(const Tables& tb, int c0, u32 c1, i32* x, int& n) {
     if (!on_) return;
-    const i64 s0 = tree_[2 * c0], s1 = tree_[2 * c0 + 1];
+    const int k = 31 - __builtin_clz(unsigned(c0)), width = 128 >> k;  // bit k: c0's values span 2 width
+    const i64* lo = freq_ + ((c0 << (8 - k)) & 255);
+    const i64 s0 = range_sum(lo, width);
+    const i64 s1 = node_ < 0 ? range_sum(lo + width, width) : node_ - s0;  // bit 0: the byte's upper half
+    s0_ = s0, s1_ = s1;
     const int s = tb.st(clampi((s1 * 65536 + (s0 + s1) / 2) / (s0 + s1), 1, P16_MAX));
     x[n] = s;
     x[n + 1] = clampi((i64(s) * std::abs(s)) >> 11, -ST_MAX, ST_MAX);
@@ -44,13 +47,21 @@ class NNInputs {
     n += 3;
   }
   void update(int y) {
-    if (on_) apm_.update(y);
+    if (!on_) return;
+    apm_.update(y);
+    node_ = y ? s1_ : s0_;  // the sum of the range the bits so far leave
   }
 
  private:
   bool on_ = false;
   APM apm_;
-  i64 tree_[512] = {};
+  static i64 range_sum(const i64* f, int n) {
+    i64 s = 0;
+    for (int i = 0; i < n; ++i) s += f[i];
+    return s;
+  }
+  const i64* freq_ = nullptr;
+  i64 node_ = -1, s0_ = 0, s1_ = 0;  // the bits so far's range's sum (-1: at bit 0), the bit's halves'
 };
 
 
