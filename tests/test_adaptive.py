@@ -572,7 +572,8 @@ def test_mixer_on_every_kernel_path_by_hand(path):
 def test_mixer_rows_at_once_on_every_kernel_path(path):
     """A bit's mixers go through the kernels in one call (their rows a few at a time): each row's
     sum and training equal the contract's formulas, for 1 .. 9 rows (every remainder of the
-    kernels' groups of rows) of every length up to 86, at the bounds and at random."""
+    kernels' groups of rows) of lengths from 1 to 86 (full vectors and tails), at the bounds and at
+    random."""
     stage = AdaptiveStage(SMALL, kernels=path).native
     rng = random.Random(11)
     for m in range(1, 10):

@@ -136,8 +136,8 @@ class Mixers {
  public:
   Mixers() = default;
   Mixers(const Params& p, const kernels::Kernels& k, int inputs)
-      : kernels_(&k), inputs_(inputs), layered_(p.has(LAYERED)), match_ctx_(p.has(MATCH_CTX)), digits_(p.has(DIGITS)), field_eq_(p.has(FIELD_EQ)),
-        seed_(p.has(SEED_SETS)), nn_final_(p.has(NN_FINAL)) {
+      : kernels_(&k), inputs_(inputs), layered_(p.has(LAYERED)), match_ctx_(p.has(MATCH_CTX)), digits_(p.has(DIGITS)),
+        field_eq_(p.has(FIELD_EQ)), seed_(p.has(SEED_SETS)), nn_final_(p.has(NN_FINAL)) {
     std::vector<i32> w(size_t(inputs), p.nn ? 0 : 16384);
     if (p.nn) w[0] = 65536;
     const int warm = p.has(WARM) ? WARM_UPDATES : 0;

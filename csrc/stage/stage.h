@@ -152,8 +152,11 @@ class Stage {
     int c0 = 1;  // 1 followed by the bits of this byte so far
     for (int k = 0; k < 8; ++k) {
       if (k < 7)  // the mixers', hashed APMs' and NN APM's rows of both possible next bits (a hint only)
-        for (int y = 0; y < 2; ++y)
-          mixers_.prefetch(L, k + 1, c0 * 2 + y, e.expect[0]), apms_.prefetch(L, c0 * 2 + y), nn_.prefetch(c0 * 2 + y, c1);
+        for (int y = 0; y < 2; ++y) {
+          mixers_.prefetch(L, k + 1, c0 * 2 + y, e.expect[0]);
+          apms_.prefetch(L, c0 * 2 + y);
+          nn_.prefetch(c0 * 2 + y, c1);
+        }
       // inputs -> mixers -> APMs -> the coder
       i32 x[MAX_INPUTS];
       int n = 0;
