@@ -51,7 +51,6 @@
 #pragma once
 
 #include <algorithm>
-#include <stdexcept>
 #include <vector>
 
 #include "common.h"
@@ -74,8 +73,6 @@ constexpr int ORDER_SET_BITS = 16;  // ORDER_MIX: each mixer's sets (c1 and c0; 
 constexpr u32 ORDER_SETS = u32(1) << ORDER_SET_BITS;
 constexpr u32 PLACE_MAX = 16;  // PLACE_MIX: fields 0..14 and 15 or later, columns 0..14 and 15 or later
 constexpr u32 PLACE_SETS = PLACE_MAX * PLACE_MAX * 256, PREDICTED_SETS = 257 * 256;  // PLACE_MIX's, MATCH_MIX's
-constexpr int MAX_MIXERS = 11;  // the mixers below (By)
-constexpr int FINAL_INPUTS = MAX_MIXERS + 1;  // theirs and NN_FINAL's input
 
 // What selects a mixer's weight set, in the order of the final mixer's inputs
 enum class By : u8 {
@@ -91,6 +88,8 @@ enum class By : u8 {
   PLACE,      // PLACE_MIX: the field, the column and c0
   PREDICTED,  // MATCH_MIX: the first match model's predicted byte and c0
 };
+constexpr int MAX_MIXERS = int(By::PREDICTED) + 1;  // one mixer per By at most
+constexpr int FINAL_INPUTS = MAX_MIXERS + 1;  // theirs and NN_FINAL's input
 
 // LAST_BYTE's weight set at bit k: by c1, or (DIGITS) within a number by its digits so far and field
 inline int last_byte_set(const Lane& L, int k, bool digits) {
@@ -153,7 +152,6 @@ class Mixers {
     if (p.has(ORDER_MIX)) add(By::ORDER1, ORDER_SETS), add(By::ORDER2, ORDER_SETS);
     if (p.has(PLACE_MIX)) add(By::PLACE, PLACE_SETS);
     if (p.has(MATCH_MIX)) add(By::PREDICTED, PREDICTED_SETS);
-    if (list_.size() > size_t(MAX_MIXERS)) throw std::logic_error("more mixers than MAX_MIXERS");
     const int n = int(list_.size()) + nn_final_;
     final_ = Mixer(k, n, 8, final_rate(p), std::vector<i32>(size_t(n), 65536 / n), warm);
   }
