@@ -12,6 +12,8 @@
 // so it cannot saturate. Everything else is generic.h's integer code, vectorized by the compiler.
 #include "kernels/kernels.h"
 
+#include <type_traits>
+
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -406,27 +408,41 @@ static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extr
 }
 
 // ---- the stage's mixers on int16 halves, as avx512vnni.cpp's (its comment says why they are exact)
-// with vpmaddwd in 8 lanes, four rows a pass; the lanes past n are masked off (vpmaskmovd)
+// with vpmaddwd in 8 lanes, four rows a pass; in the last chunk the lanes past n are masked off
+// (vpmaskmovd, slower than plain loads and stores: the full chunks go without)
 static inline __m256i first_lanes(i64 n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(i32(n < 8 ? n : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(i32(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+template <class Full>
+static inline __attribute__((always_inline)) __m256i load8(const i32* p, __m256i m) {
+  if constexpr (Full::value) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  else return _mm256_maskload_epi32(p, m);
+}
+template <class Full>
+static inline __attribute__((always_inline)) void store8(i32* p, __m256i m, __m256i v) {
+  if constexpr (Full::value) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+  else _mm256_maskstore_epi32(p, m, v);
 }
 constexpr int MIXER_ROWS = 4;
 
-// sums[r] += sum of w[r][i] x_i for i in [c, end) (end - c <= 512), r < rows (<= MIXER_ROWS)
-static inline __attribute__((always_inline)) void mixer_dot_rows(const i32* const* w, int rows, const i32* x, i64 c,
-                                                                 i64 end, i64* sums) {
+// sums[r] += sum of w[r][i] x_i for i in [c, end) (end - c <= 512), r < rows
+template <int rows>
+static inline __attribute__((always_inline)) void mixer_dot_rows(const i32* const* w, const i32* x, i64 c, i64 end,
+                                                                 i64* sums) {
   const __m256i low16 = _mm256_set1_epi32(0xFFFF), low12 = _mm256_set1_epi32(4095);
-  __m256i hi[MIXER_ROWS], lo[MIXER_ROWS];
+  __m256i hi[rows], lo[rows];
   for (int r = 0; r < rows; ++r) hi[r] = lo[r] = _mm256_setzero_si256();
-  for (i64 i = c; i < end; i += 8) {
-    const __m256i m = first_lanes(end - i);
-    const __m256i xv = _mm256_and_si256(_mm256_maskload_epi32(x + i, m), low16);
+  const auto chunk = [&](i64 i, auto full, __m256i m) {
+    const __m256i xv = _mm256_and_si256(load8<decltype(full)>(x + i, m), low16);
     for (int r = 0; r < rows; ++r) {
-      const __m256i wv = _mm256_maskload_epi32(w[r] + i, m);
+      const __m256i wv = load8<decltype(full)>(w[r] + i, m);
       hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(xv, _mm256_srai_epi32(wv, 12)));
       lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(xv, _mm256_and_si256(wv, low12)));
     }
-  }
+  };
+  i64 i = c;
+  for (; i + 8 <= end; i += 8) chunk(i, std::true_type{}, __m256i{});
+  if (i < end) chunk(i, std::false_type{}, first_lanes(end - i));
   for (int r = 0; r < rows; ++r) {  // 2**12 hi + lo in int64 lanes, then across
     const __m256i h = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(hi[r])),
                                        _mm256_cvtepi32_epi64(_mm256_extracti128_si256(hi[r], 1)));
@@ -442,36 +458,34 @@ static void mixer_dot(const i32* const* w, i64 m, const i32* __restrict x, i64 n
   for (i64 j = 0; j < m; ++j) sums[j] = 0;
   for (i64 c = 0; c < n; c += 512) {
     const i64 end = min64(n, c + 512);
-    i64 j = 0;
-    for (; j + MIXER_ROWS <= m; j += MIXER_ROWS) mixer_dot_rows(w + j, MIXER_ROWS, x, c, end, sums + j);
-    for (; j < m; ++j) mixer_dot_rows(w + j, 1, x, c, end, sums + j);
+    in_row_groups<MIXER_ROWS>(m, [&](auto g, i64 j) { mixer_dot_rows<decltype(g)::n>(w + j, x, c, end, sums + j); });
   }
 }
 
-// rows r < rows (<= MIXER_ROWS) learn their errors e[r]
-static inline __attribute__((always_inline)) void mixer_train_rows(i32* const* w, const i64* e, int rows,
-                                                                   const i32* x, i64 n) {
+// rows r < rows learn their errors e[r]
+template <int rows>
+static inline __attribute__((always_inline)) void mixer_train_rows(i32* const* w, const i64* e, const i32* x, i64 n) {
   const __m256i low16 = _mm256_set1_epi32(0xFFFF), half = _mm256_set1_epi32(1 << 19);
   const __m256i lo = _mm256_set1_epi32(-(1 << 24)), hi = _mm256_set1_epi32(1 << 24);
-  __m256i eh[MIXER_ROWS], el[MIXER_ROWS];
+  __m256i eh[rows], el[rows];
   for (int r = 0; r < rows; ++r)
     eh[r] = _mm256_set1_epi32(i32(e[r] >> 12) & 0xFFFF), el[r] = _mm256_set1_epi32(i32(e[r] & 4095));
-  for (i64 i = 0; i < n; i += 8) {
-    const __m256i m = first_lanes(n - i);
-    const __m256i xv = _mm256_and_si256(_mm256_maskload_epi32(x + i, m), low16);
+  const auto chunk = [&](i64 i, auto full, __m256i m) {
+    const __m256i xv = _mm256_and_si256(load8<decltype(full)>(x + i, m), low16);
     for (int r = 0; r < rows; ++r) {
       const __m256i part = _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(xv, el[r]), half), 12);
       const __m256i d = _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(xv, eh[r]), part), 8);
-      const __m256i v = _mm256_add_epi32(_mm256_maskload_epi32(w[r] + i, m), d);
-      _mm256_maskstore_epi32(w[r] + i, m, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
+      const __m256i v = _mm256_add_epi32(load8<decltype(full)>(w[r] + i, m), d);
+      store8<decltype(full)>(w[r] + i, m, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
     }
-  }
+  };
+  i64 i = 0;
+  for (; i + 8 <= n; i += 8) chunk(i, std::true_type{}, __m256i{});
+  if (i < n) chunk(i, std::false_type{}, first_lanes(n - i));
 }
 
 static void mixer_train(i32* const* w, const i64* e, i64 m, const i32* __restrict x, i64 n) {
-  i64 j = 0;
-  for (; j + MIXER_ROWS <= m; j += MIXER_ROWS) mixer_train_rows(w + j, e + j, MIXER_ROWS, x, n);
-  for (; j < m; ++j) mixer_train_rows(w + j, e + j, 1, x, n);
+  in_row_groups<MIXER_ROWS>(m, [&](auto g, i64 j) { mixer_train_rows<decltype(g)::n>(w + j, e + j, x, n); });
 }
 
 }  // namespace

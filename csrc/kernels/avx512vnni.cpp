@@ -269,11 +269,12 @@ static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extr
 static inline __mmask16 first_lanes(i64 n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
 constexpr int MIXER_ROWS = 4;  // rows a pass: 8 accumulators
 
-// sums[r] += sum of w[r][i] x_i for i in [c, end) (end - c <= 1024), r < rows (<= MIXER_ROWS)
-static inline __attribute__((always_inline)) void mixer_dot_rows(const i32* const* w, int rows, const i32* x, i64 c,
-                                                                 i64 end, i64* sums) {
+// sums[r] += sum of w[r][i] x_i for i in [c, end) (end - c <= 1024), r < rows
+template <int rows>
+static inline __attribute__((always_inline)) void mixer_dot_rows(const i32* const* w, const i32* x, i64 c, i64 end,
+                                                                 i64* sums) {
   const __m512i low16 = _mm512_set1_epi32(0xFFFF), low12 = _mm512_set1_epi32(4095);
-  __m512i hi[MIXER_ROWS], lo[MIXER_ROWS];
+  __m512i hi[rows], lo[rows];
   for (int r = 0; r < rows; ++r) hi[r] = lo[r] = _mm512_setzero_si512();
   for (i64 i = c; i < end; i += 16) {
     const __mmask16 m = first_lanes(end - i);
@@ -297,18 +298,16 @@ static void mixer_dot(const i32* const* w, i64 m, const i32* __restrict x, i64 n
   for (i64 j = 0; j < m; ++j) sums[j] = 0;
   for (i64 c = 0; c < n; c += 1024) {
     const i64 end = min64(n, c + 1024);
-    i64 j = 0;
-    for (; j + MIXER_ROWS <= m; j += MIXER_ROWS) mixer_dot_rows(w + j, MIXER_ROWS, x, c, end, sums + j);
-    for (; j < m; ++j) mixer_dot_rows(w + j, 1, x, c, end, sums + j);
+    in_row_groups<MIXER_ROWS>(m, [&](auto g, i64 j) { mixer_dot_rows<decltype(g)::n>(w + j, x, c, end, sums + j); });
   }
 }
 
-// rows r < rows (<= MIXER_ROWS) learn their errors e[r]
-static inline __attribute__((always_inline)) void mixer_train_rows(i32* const* w, const i64* e, int rows,
-                                                                   const i32* x, i64 n) {
+// rows r < rows learn their errors e[r]
+template <int rows>
+static inline __attribute__((always_inline)) void mixer_train_rows(i32* const* w, const i64* e, const i32* x, i64 n) {
   const __m512i low16 = _mm512_set1_epi32(0xFFFF), half = _mm512_set1_epi32(1 << 19);
   const __m512i lo = _mm512_set1_epi32(-(1 << 24)), hi = _mm512_set1_epi32(1 << 24);
-  __m512i eh[MIXER_ROWS], el[MIXER_ROWS];
+  __m512i eh[rows], el[rows];
   for (int r = 0; r < rows; ++r)
     eh[r] = _mm512_set1_epi32(i32(e[r] >> 12) & 0xFFFF), el[r] = _mm512_set1_epi32(i32(e[r] & 4095));
   for (i64 i = 0; i < n; i += 16) {
@@ -324,9 +323,7 @@ static inline __attribute__((always_inline)) void mixer_train_rows(i32* const* w
 }
 
 static void mixer_train(i32* const* w, const i64* e, i64 m, const i32* __restrict x, i64 n) {
-  i64 j = 0;
-  for (; j + MIXER_ROWS <= m; j += MIXER_ROWS) mixer_train_rows(w + j, e + j, MIXER_ROWS, x, n);
-  for (; j < m; ++j) mixer_train_rows(w + j, e + j, 1, x, n);
+  in_row_groups<MIXER_ROWS>(m, [&](auto g, i64 j) { mixer_train_rows<decltype(g)::n>(w + j, e + j, x, n); });
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop

@@ -219,6 +219,27 @@ static void out_freq(const i32* __restrict acc, i64 e, const i64* __restrict m, 
   for (i64 j = 0; j < n; ++j) freq[j] = max64(expo[min64(mx - logits[j], EXP_OUT_MAX)], 1);
 }
 
+// The stage's mixers, rows in groups (avx2.cpp, avx512vnni.cpp): f(Rows<R>{}, j) for rows [j, j + R)
+// of m, groups of G and then the rest as one group: a pass over the inputs a group, R a constant so
+// that the group's accumulators stay in registers
+template <int R>
+struct Rows {
+  static constexpr int n = R;
+};
+template <int R, class F>
+static inline __attribute__((always_inline)) void rest_of_rows(i64 r, i64 j, F& f) {
+  if constexpr (R > 0) {
+    if (r == R) f(Rows<R>{}, j);
+    else rest_of_rows<R - 1>(r, j, f);
+  }
+}
+template <int G, class F>
+static inline __attribute__((always_inline)) void in_row_groups(i64 m, F&& f) {
+  i64 j = 0;
+  for (; j + G <= m; j += G) f(Rows<G>{}, j);
+  rest_of_rows<G - 1>(m - j, j, f);
+}
+
 // ---- the adaptive stage's mixers (stage/mixer.h; their rules: the contract atop stage/stage.h);
 // avx2.cpp and avx512vnni.cpp have their own on int16 halves (vpmaddwd)
 // sum w_i x_i of each row, exact in int64 whatever the order (|w_i| <= 2**24, |x_i| <= 4095)
