@@ -20,10 +20,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterable, Iterator
 
 from .codec.engines import (
-    BY_ID, DEVICES, ENGINES, FloatEngine, Hardware, IntEngine, LaneBatching, TwinEngine, check_replayable, engine_for,
-    int_engine, torch_threads,
+    BY_ID, DEVICES, ENGINES, FloatEngine, Hardware, IntEngine, LaneBatching, TwinEngine, available_cores,
+    check_replayable, engine_for, int_engine, torch_threads,
 )
-from .codec.frames import Frame, index, ordered_map
+from .codec.frames import Frame, index, ordered_map, thread_shares
 from .errors import ArchiveError, CorruptArchive, ModelError, ShazipError, UnsupportedVersion, UsageError
 from .format import seektable
 from .format.chain import Chain
@@ -204,10 +204,11 @@ class Compressor:
         # the header settles its format; format 3 leaves a bundled model's name out
         self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version in COMPACT))
         self._engine = _engine(kind, lambda: loaded, self.threads, hw.device)
-        # frames made at once each get an engine of one thread (each built on first use)
+        # frames made at once: each worker's engine of the threads it is given (thread_shares), built on first use
         self._parallel = kind is IntEngine and self.threads > 1  # on a GPU too: each frame's stage on its own core
-        batching = LaneBatching.of(hw) if kind is IntEngine else None  # on a GPU: their lanes stepped together
-        self._frame_engines = [_engine(kind, lambda: loaded, 1, hw.device, batching, w) for w in range(self.threads)]
+        self._batching = LaneBatching.of(hw) if kind is IntEngine else None  # on a GPU: their lanes stepped together
+        self._device = hw.device
+        self._frame_engines: dict[int, tuple[int, _Once]] = {}  # worker -> (its threads, its engine)
 
     def compress_stream(self, src: BinaryIO, dst: BinaryIO, progress: Progress | None = None,
                         stats: CodingStats | None = None) -> int:
@@ -215,12 +216,15 @@ class Compressor:
         frames); returns the input bytes. `stats` collects the model's cross-entropy and the
         methods chosen."""
         frame = self.frame_blocks * self.header.block_size
-        first = read_upto(src, frame) if self._parallel and frame else b""
-        second = read_upto(src, frame) if first else b""
-        if second:  # more than one frame: several at once
-            return self._frames_at_once(itertools.chain((first, second), iter(lambda: read_upto(src, frame), b"")),
-                                        dst, progress, stats)
+        ahead: list[bytes] = []  # up to threads + 1 frames: are there more frames than threads?
+        while self._parallel and frame and len(ahead) <= self.threads and (part := read_upto(src, frame)):
+            ahead.append(part)
+        if len(ahead) > 1:  # more than one frame: several at once
+            known = len(ahead) if len(ahead) <= self.threads else None  # None: more than the threads
+            rest = iter(lambda: read_upto(src, frame), b"") if known is None else iter(())
+            return self._frames_at_once(itertools.chain(ahead, rest), known, dst, progress, stats)
         obj = self.compressobj(progress, stats)
+        first = ahead[0] if ahead else b""
         total = len(first)
         dst.write(obj.compress(first))
         while block := read_upto(src, self.header.block_size):
@@ -229,9 +233,12 @@ class Compressor:
         dst.write(obj.flush())
         return total
 
-    def _frames_at_once(self, frames: Iterator[bytes], dst: BinaryIO, progress: Progress | None,
+    def _frames_at_once(self, frames: Iterator[bytes], count: int | None, dst: BinaryIO, progress: Progress | None,
                         stats: CodingStats | None) -> int:
+        """`frames` (`count` of them; None: more than the threads) made at once, each worker's
+        on the threads `thread_shares` gives it, written in order with the seek table."""
         lock = threading.Lock()
+        engines = [self._frame_engine(w, n) for w, n in enumerate(thread_shares(self.threads, count, available_cores()))]
 
         def one(worker: int, item: tuple[bytes, Place],
                 check: Callable[[], None]) -> tuple[list[bytes], int, CodingStats | None]:
@@ -243,10 +250,10 @@ class Compressor:
 
             frame, place = item
             own = type(stats)() if stats is not None else None
-            return self.compress_frame(frame, place, report, own, self._frame_engines[worker]), len(frame), own
+            return self.compress_frame(frame, place, report, own, engines[worker]), len(frame), own
 
         sizes = []
-        for parts, n, own in ordered_map(one, placed(frames, self.header.block_size), self.threads):
+        for parts, n, own in ordered_map(one, placed(frames, self.header.block_size), len(engines)):
             for part in parts:
                 dst.write(part)
             sizes.append((sum(map(len, parts)), n))
@@ -254,6 +261,15 @@ class Compressor:
                 stats.merge(own)
         dst.write(seektable.pack(sizes))
         return sum(n for _, n in sizes)
+
+    def _frame_engine(self, worker: int, threads: int) -> _Once:
+        """Frame worker `worker`'s engine of `threads` threads: kept for the next call that gives
+        the worker as many, replaced when it is given another number (one engine a worker)."""
+        kept = self._frame_engines.get(worker)
+        if kept is None or kept[0] != threads:
+            kept = (threads, _engine(self.kind, lambda: self.loaded, threads, self._device, self._batching, worker))
+            self._frame_engines[worker] = kept
+        return kept[1]
 
     def compress_frame(self, frame: bytes, place: Place, progress: Progress | None = None,
                        stats: CodingStats | None = None, engine: _Once | None = None) -> list[bytes]:
@@ -608,9 +624,9 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
                       concatenated: bool = True) -> int:
     """Decompresses src (an archive, or several one after the other) to dst, verifying each
     block before writing it; returns bytes written. Options as `iter_decompress`. A seekable src
-    of several archives (frames) is decoded `threads` archives at once, each on one thread (on a
-    GPU: each with its engine there, its stage on a core); its structure is checked first, so a
-    damaged one fails before anything is written."""
+    of several archives (frames) is decoded up to `threads` archives at once, the threads shared
+    out among them (`frames.thread_shares`; on a GPU: each with its engine there, its stage on a
+    core); its structure is checked first, so a damaged one fails before anything is written."""
     hw = Hardware.of(threads, device)
     if concatenated and hw.threads > 1:
         frames = index(src, MAX_FRAME_IN_MEMORY)
@@ -651,12 +667,14 @@ def _bytes(data) -> memoryview:
 
 def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: str | LoadedModel | None,
                      progress: Progress | None, hw: Hardware) -> int:
-    """The archives `frames` of src, `hw.threads` at a time (each on one), written in order;
-    each worker's engines serve every frame it decodes."""
+    """The archives `frames` of src, up to `hw.threads` at a time (each on the threads
+    `thread_shares` gives its worker), written in order; each worker's engines serve every frame
+    it decodes."""
     lock, reading = threading.Lock(), threading.Lock()
     model = _resolve(model) if model is not None else None  # read once, not once a frame
     batching = LaneBatching.of(hw)  # on a GPU: the frames' lanes stepped together
-    engines = [_Engines(batching, w) for w in range(hw.threads)]
+    shares = thread_shares(hw.threads, len(frames), available_cores())
+    engines = [_Engines(batching, w) for w in range(len(shares))]
 
     def one(worker: int, frame: Frame, check: Callable[[], None]) -> list[bytes]:
         def report(n: int) -> None:  # after every chunk of steps: where a stopped frame ends
@@ -668,10 +686,10 @@ def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: s
         with reading:
             src.seek(frame.start)
             archive = read_upto(src, frame.end - frame.start)
-        return _frame_decoded(archive, frame.place, model, report, Hardware(1, hw.device), engines[worker])
+        return _frame_decoded(archive, frame.place, model, report, Hardware(shares[worker], hw.device), engines[worker])
 
     total = 0
-    for block in linked(frames, ordered_map(one, frames, hw.threads)):
+    for block in linked(frames, ordered_map(one, frames, len(shares))):
         dst.write(block)
         total += len(block)
     return total

@@ -330,7 +330,7 @@ def _file_options(f: Callable) -> Callable:
         click.option("--progress/--no-progress", default=None,
                      help="Show the progress bar even where stderr is not a terminal, or never."),
         click.option("-T", "--threads", default=0, show_default=True,
-                     help="CPU threads: N frames coded at once, or a frame's lanes split N ways; 0: every "
+                     help="CPU threads: up to N frames coded at once, a frame's model beside its stage; 0: every "
                           "available core. The output does not depend on it (except with --engine float32)."),
         click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True,
                      help="Where the int8 engine runs: cpu (the native core), cuda (a GPU, through torch with CUDA), auto (cuda where there is one). Archives are the same bytes on every device."),
@@ -547,7 +547,7 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
               help="Show the progress bar even where stderr is not a terminal, or never.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what each file became.")
 @click.option("-T", "--threads", default=0, show_default=True, metavar="N",
-              help="CPU threads: N frames coded at once, or a frame's lanes split N ways; 0: every available core.")
+              help="CPU threads: up to N frames coded at once, a frame's model beside its stage; 0: every available core.")
 @click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True, help="Where the int8 engine runs: cpu (the native core), cuda (a GPU, through torch with CUDA), auto (cuda where there is one). Archives are the same bytes on every device.")
 @_level_options
 @click.option("--model", default=None, metavar="NAME|FILE",

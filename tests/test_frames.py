@@ -12,7 +12,7 @@ import pytest
 
 import shazip
 from shazip.api import decode_frame
-from shazip.codec.frames import ordered_map
+from shazip.codec.frames import ordered_map, thread_shares
 from shazip.errors import CorruptArchive, ShazipError
 from shazip.format.container import Place
 from shazip.format.listing import describe
@@ -104,6 +104,43 @@ def test_frames_at_once_keep_one_engine_a_worker(trained, data, framed, monkeypa
     assert len(describe(io.BytesIO(framed))) == 4
     assert shazip.decompress(framed, model=trained, threads=2) == data
     assert 1 <= len(built) <= 2
+
+def test_threads_are_shared_out_among_fewer_frames():
+    assert thread_shares(8, 2, cores=8) == [4, 4]
+    assert thread_shares(3, 2, cores=8) == [2, 1]
+    assert thread_shares(7, 3, cores=16) == [3, 2, 2]
+    assert thread_shares(5, 1, cores=8) == [5]
+    assert thread_shares(2, 5, cores=8) == thread_shares(2, None, cores=8) == [1, 1]
+    assert sum(thread_shares(16, 6, cores=16)) == 16
+    # only the cores there are: 4 threads asked on 2 cores stay one a frame
+    assert thread_shares(4, 2, cores=2) == [1, 1]
+    assert thread_shares(8, 2, cores=6) == [3, 3]
+    assert thread_shares(4, 4, cores=2) == [1, 1, 1, 1]
+
+
+def test_frames_fewer_than_threads_each_get_their_share(trained, data, framed, monkeypatch):
+    """Four frames at -T 8 on 8 cores: four at once, each worker's engine of two threads (a
+    pipelined frame), compressing and decompressing; the bytes are those of -T 1."""
+    import shazip.codec.engines as engines
+    threads = []
+    real = engines.IntEngine.__init__
+
+    def counted(self, loaded, n=1, *args, **kw):
+        threads.append(n)
+        real(self, loaded, n, *args, **kw)
+
+    monkeypatch.setattr(engines.IntEngine, "__init__", counted)
+    for module in (shazip.api, engines):  # whatever this machine has
+        monkeypatch.setattr(module, "available_cores", lambda: 8)
+    assert shazip.compress(data, model=trained, threads=8, **FRAMED) == framed
+    assert threads == [2, 2, 2, 2]
+    threads.clear()
+    assert shazip.decompress(framed, model=trained, threads=8) == data
+    assert threads == [2, 2, 2, 2]
+    threads.clear()
+    assert shazip.decompress(framed, model=trained, threads=3) == data  # more frames than threads: one each
+    assert threads and set(threads) == {1}
+
 
 def test_a_damaged_frame_fails_cleanly_at_once(trained, framed):
     bad = bytearray(framed)

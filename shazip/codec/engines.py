@@ -155,8 +155,11 @@ BY_ID = {kind.engine_id: kind for kind in ENGINES.values()}
 
 
 def int_engine(loaded: LoadedModel, device: str, threads: int) -> IntEngine | TwinEngine:
-    """The int8 engine on `device`, "cpu" or "cuda" (resolved: `Hardware.of`)."""
-    return IntEngine(loaded, threads) if device == "cpu" else TwinEngine(loaded, device)
+    """The int8 engine on `device`, "cpu" or "cuda" (resolved: `Hardware.of`). On the CPU its
+    threads are at most the cores this process may use: a frame's threads wait on each other
+    (the model's ahead of the stage, csrc/block/job.h), and beyond the cores they waited for
+    turns (one frame at -T 8 on 2 cores took 1.5x the time of -T 2). The bytes do not change."""
+    return IntEngine(loaded, min(threads, available_cores())) if device == "cpu" else TwinEngine(loaded, device)
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,13 @@
 
 A frame is a complete archive (its own header and adaptive stage) of `frame_size` bytes of the
 input; a framed input is the concatenation of its frames (docs/format.md), tied in one chain by
-their headers and trailers (chain.py). Frames share no coding state, so `-T N` codes N of them at once, on threads over the native
-core (it releases the GIL for the whole block loop), each frame on one thread: the bytes written
-do not depend on N. The parts here know nothing of the codec: an ordered map over a bounded
-number of workers, and where each archive of a seekable file lies (from the seek table at its
-end, seektable.py, each entry confirmed by its frame, or from the archives' structure).
+their headers and trailers (chain.py). Frames share no coding state, so `-T N` codes up to N of
+them at once, on threads over the native core (it releases the GIL for the whole block loop),
+each frame on one thread or, where the frames are fewer than the threads, on its share of them
+(`thread_shares`): the bytes written depend on neither. The parts here know nothing of the codec:
+an ordered map over a bounded number of workers, how the threads are shared out, and where each
+archive of a seekable file lies (from the seek table at its end, seektable.py, each entry
+confirmed by its frame, or from the archives' structure).
 """
 
 from __future__ import annotations
@@ -73,6 +75,19 @@ def ordered_map(fn: Callable[[int, T, Callable[[], None]], R], items: Iterable[T
                     f.cancel()
     finally:
         _hand_back()
+
+
+def thread_shares(threads: int, frames: int | None, cores: int) -> list[int]:
+    """Each worker's threads for `frames` frames (None: more than `threads`) on `threads`
+    threads: a worker a frame, at most `threads` frames at once, and where the frames are fewer
+    than the threads the rest shared out among their workers (a frame on several threads runs its
+    model beside its stage, csrc/block/job.h), so that no core idles while a frame has work: 2
+    frames at -T 8 each on 4 threads, not on one each beside 6 idle cores. Only `cores` (those
+    this process may use) are shared out: a frame's threads wait on each other, and threads beyond
+    the cores made 2 frames at -T 4 on 2 cores 1.2-1.4x slower than at -T 2."""
+    workers = threads if frames is None else max(1, min(threads, frames))
+    spare = max(min(threads, cores), workers)
+    return [spare // workers + (w < spare % workers) for w in range(workers)]
 
 
 def _hand_back() -> None:
