@@ -216,11 +216,12 @@ class Compressor:
         frames); returns the input bytes. `stats` collects the model's cross-entropy and the
         methods chosen."""
         frame = self.frame_blocks * self.header.block_size
-        ahead: list[bytes] = []  # up to threads + 1 frames: are there more frames than threads?
-        while self._parallel and frame and len(ahead) <= self.threads and (part := read_upto(src, frame)):
+        usable = min(self.threads, available_cores())  # thread_shares gives out no more
+        ahead: list[bytes] = []  # up to usable + 1 frames: are there more frames than threads?
+        while self._parallel and frame and len(ahead) <= usable and (part := read_upto(src, frame)):
             ahead.append(part)
         if len(ahead) > 1:  # more than one frame: several at once
-            known = len(ahead) if len(ahead) <= self.threads else None  # None: more than the threads
+            known = len(ahead) if len(ahead) <= usable else None  # None: more than the threads
             rest = iter(lambda: read_upto(src, frame), b"") if known is None else iter(())
             return self._frames_at_once(itertools.chain(ahead, rest), known, dst, progress, stats)
         obj = self.compressobj(progress, stats)

@@ -112,10 +112,10 @@ def test_threads_are_shared_out_among_fewer_frames():
     assert thread_shares(5, 1, cores=8) == [5]
     assert thread_shares(2, 5, cores=8) == thread_shares(2, None, cores=8) == [1, 1]
     assert sum(thread_shares(16, 6, cores=16)) == 16
-    # only the cores there are: 4 threads asked on 2 cores stay one a frame
-    assert thread_shares(4, 2, cores=2) == [1, 1]
+    # only the cores there are: no more frames at once, no more threads a frame
+    assert thread_shares(4, 2, cores=2) == thread_shares(4, 4, cores=2) == thread_shares(8, None, cores=2) == [1, 1]
     assert thread_shares(8, 2, cores=6) == [3, 3]
-    assert thread_shares(4, 4, cores=2) == [1, 1, 1, 1]
+    assert thread_shares(4, 3, cores=1) == [1]
 
 
 def test_frames_fewer_than_threads_each_get_their_share(trained, data, framed, monkeypatch):

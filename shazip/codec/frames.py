@@ -78,16 +78,16 @@ def ordered_map(fn: Callable[[int, T, Callable[[], None]], R], items: Iterable[T
 
 
 def thread_shares(threads: int, frames: int | None, cores: int) -> list[int]:
-    """Each worker's threads for `frames` frames (None: more than `threads`) on `threads`
-    threads: a worker a frame, at most `threads` frames at once, and where the frames are fewer
-    than the threads the rest shared out among their workers (a frame on several threads runs its
-    model beside its stage, csrc/block/job.h), so that no core idles while a frame has work: 2
-    frames at -T 8 each on 4 threads, not on one each beside 6 idle cores. Only `cores` (those
-    this process may use) are shared out: a frame's threads wait on each other, and threads beyond
-    the cores made 2 frames at -T 4 on 2 cores 1.2-1.4x slower than at -T 2."""
-    workers = threads if frames is None else max(1, min(threads, frames))
-    spare = max(min(threads, cores), workers)
-    return [spare // workers + (w < spare % workers) for w in range(workers)]
+    """Each worker's threads for `frames` frames (None: more than there are threads to give) on
+    `threads` threads, of which only `cores` (those this process may use) are given out: threads
+    beyond the cores only wait for turns (a frame's threads wait on each other; on 2 cores one
+    frame at -T 8 took 1.5x the time of -T 2), and each frame at once holds its stage's tables.
+    A worker a frame, and where the frames are fewer than the threads the rest shared out among
+    their workers (a frame on several threads runs its model beside its stage, csrc/block/job.h):
+    2 frames at -T 8 on 8 cores each on 4 threads, not on one each beside 6 idle cores."""
+    usable = max(1, min(threads, cores))
+    workers = usable if frames is None else max(1, min(usable, frames))
+    return [usable // workers + (w < usable % workers) for w in range(workers)]
 
 
 def _hand_back() -> None:
