@@ -23,7 +23,7 @@ from .codec.engines import (
     BY_ID, DEVICES, ENGINES, FloatEngine, Hardware, IntEngine, LaneBatching, TwinEngine, available_cores,
     check_replayable, engine_for, int_engine, torch_threads,
 )
-from .codec.frames import Frame, index, ordered_map, thread_shares
+from .codec.frames import Frame, Shares, index, ordered_map
 from .errors import ArchiveError, CorruptArchive, ModelError, ShazipError, UnsupportedVersion, UsageError
 from .format import seektable
 from .format.chain import Chain
@@ -97,9 +97,11 @@ class _Once:
         return self.made
 
 
-def _engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel], threads: int,
-            device: str, batching: LaneBatching | None = None, worker: int = 0) -> _Once:
-    """The engine, built on first use; `device` resolved (`Hardware`). With `batching` (frames
+def _engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel],
+            threads: int | Callable[[], int], device: str, batching: LaneBatching | None = None,
+            worker: int = 0) -> _Once:
+    """The engine, built on first use; `device` resolved (`Hardware`); `threads` a number or, for
+    a frame worker's int8 engine, its share at each block (`Shares.of`). With `batching` (frames
     at once on a GPU), frame worker `worker`'s, whose lanes step in a batch shared with others."""
     def make() -> IntEngine | TwinEngine | FloatEngine:
         if kind is FloatEngine:
@@ -111,15 +113,18 @@ def _engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], Load
 @dataclass
 class _Engines:
     """A worker's engines by archive kind (engine, model), each built on first use and kept for
-    the next archive of that kind; with `batching`, frame worker `worker`'s."""
+    the next archive of that kind; with `batching`, frame worker `worker`'s; with `share`, its
+    int8 engines' threads at each block (`Shares.of`)."""
     batching: LaneBatching | None = None
     worker: int = 0
+    share: Callable[[], int] | None = None
     made: dict[tuple, _Once] = field(default_factory=dict)
 
     def of(self, key: tuple, kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel],
            threads: int, device: str) -> _Once:
         if key not in self.made:
-            self.made[key] = _engine(kind, loaded, threads, device, self.batching, self.worker)
+            given = self.share if self.share is not None and kind is IntEngine else threads
+            self.made[key] = _engine(kind, loaded, given, device, self.batching, self.worker)
         return self.made[key]
 
 
@@ -204,11 +209,12 @@ class Compressor:
         # the header settles its format; format 3 leaves a bundled model's name out
         self.header = replace(self.header, model_name=stored_name(loaded, self.header.format_version in COMPACT))
         self._engine = _engine(kind, lambda: loaded, self.threads, hw.device)
-        # frames made at once: each worker's engine of the threads it is given (thread_shares), built on first use
+        # frames made at once: each worker's engine (built on first use), of its share of the threads
         self._parallel = kind is IntEngine and self.threads > 1  # on a GPU too: each frame's stage on its own core
         self._batching = LaneBatching.of(hw) if kind is IntEngine else None  # on a GPU: their lanes stepped together
         self._device = hw.device
-        self._frame_engines: dict[int, tuple[int, _Once]] = {}  # worker -> (its threads, its engine)
+        self._frame_engines: dict[int, _Once] = {}
+        self._shares = Shares(self.threads, available_cores())  # the call's (`_frames_at_once`)
 
     def compress_stream(self, src: BinaryIO, dst: BinaryIO, progress: Progress | None = None,
                         stats: CodingStats | None = None) -> int:
@@ -216,7 +222,7 @@ class Compressor:
         frames); returns the input bytes. `stats` collects the model's cross-entropy and the
         methods chosen."""
         frame = self.frame_blocks * self.header.block_size
-        usable = min(self.threads, available_cores())  # thread_shares gives out no more
+        usable = Shares(self.threads, available_cores()).usable  # frames at once: no more
         ahead: list[bytes] = []  # up to usable + 1 frames: are there more frames than threads?
         while self._parallel and frame and len(ahead) <= usable and (part := read_upto(src, frame)):
             ahead.append(part)
@@ -236,10 +242,10 @@ class Compressor:
 
     def _frames_at_once(self, frames: Iterator[bytes], count: int | None, dst: BinaryIO, progress: Progress | None,
                         stats: CodingStats | None) -> int:
-        """`frames` (`count` of them; None: more than the threads) made at once, each worker's
-        on the threads `thread_shares` gives it, written in order with the seek table."""
+        """`frames` (`count` of them; None: more than the threads) made at once, each on its
+        share of the threads (`Shares`), written in order with the seek table."""
         lock = threading.Lock()
-        engines = [self._frame_engine(w, n) for w, n in enumerate(thread_shares(self.threads, count, available_cores()))]
+        self._shares = shares = Shares(self.threads, available_cores(), count)
 
         def one(worker: int, item: tuple[bytes, Place],
                 check: Callable[[], None]) -> tuple[list[bytes], int, CodingStats | None]:
@@ -251,10 +257,11 @@ class Compressor:
 
             frame, place = item
             own = type(stats)() if stats is not None else None
-            return self.compress_frame(frame, place, report, own, engines[worker]), len(frame), own
+            with shares.frame(worker):
+                return self.compress_frame(frame, place, report, own, self._frame_engine(worker)), len(frame), own
 
         sizes = []
-        for parts, n, own in ordered_map(one, placed(frames, self.header.block_size), len(engines)):
+        for parts, n, own in ordered_map(one, placed(shares.counted(frames), self.header.block_size), shares.workers):
             for part in parts:
                 dst.write(part)
             sizes.append((sum(map(len, parts)), n))
@@ -263,14 +270,13 @@ class Compressor:
         dst.write(seektable.pack(sizes))
         return sum(n for _, n in sizes)
 
-    def _frame_engine(self, worker: int, threads: int) -> _Once:
-        """Frame worker `worker`'s engine of `threads` threads: kept for the next call that gives
-        the worker as many, replaced when it is given another number (one engine a worker)."""
-        kept = self._frame_engines.get(worker)
-        if kept is None or kept[0] != threads:
-            kept = (threads, _engine(self.kind, lambda: self.loaded, threads, self._device, self._batching, worker))
-            self._frame_engines[worker] = kept
-        return kept[1]
+    def _frame_engine(self, worker: int) -> _Once:
+        """Frame worker `worker`'s engine, kept across calls: at each block, of the threads the
+        call's shares give the worker."""
+        if worker not in self._frame_engines:
+            self._frame_engines[worker] = _engine(self.kind, lambda: self.loaded, lambda: self._shares.of(worker),
+                                                  self._device, self._batching, worker)
+        return self._frame_engines[worker]
 
     def compress_frame(self, frame: bytes, place: Place, progress: Progress | None = None,
                        stats: CodingStats | None = None, engine: _Once | None = None) -> list[bytes]:
@@ -626,7 +632,7 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
     """Decompresses src (an archive, or several one after the other) to dst, verifying each
     block before writing it; returns bytes written. Options as `iter_decompress`. A seekable src
     of several archives (frames) is decoded up to `threads` archives at once, the threads shared
-    out among them (`frames.thread_shares`; on a GPU: each with its engine there, its stage on a
+    out among them (`frames.Shares`; on a GPU: each with its engine there, its stage on a
     core); its structure is checked first, so a damaged one fails before anything is written."""
     hw = Hardware.of(threads, device)
     if concatenated and hw.threads > 1:
@@ -668,14 +674,13 @@ def _bytes(data) -> memoryview:
 
 def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: str | LoadedModel | None,
                      progress: Progress | None, hw: Hardware) -> int:
-    """The archives `frames` of src, up to `hw.threads` at a time (each on the threads
-    `thread_shares` gives its worker), written in order; each worker's engines serve every frame
-    it decodes."""
+    """The archives `frames` of src, up to `hw.threads` at a time (each on its share of the
+    threads, `Shares`), written in order; each worker's engines serve every frame it decodes."""
     lock, reading = threading.Lock(), threading.Lock()
     model = _resolve(model) if model is not None else None  # read once, not once a frame
     batching = LaneBatching.of(hw)  # on a GPU: the frames' lanes stepped together
-    shares = thread_shares(hw.threads, len(frames), available_cores())
-    engines = [_Engines(batching, w) for w in range(len(shares))]
+    shares = Shares(hw.threads, available_cores(), len(frames))
+    engines = [_Engines(batching, w, lambda w=w: shares.of(w)) for w in range(shares.workers)]
 
     def one(worker: int, frame: Frame, check: Callable[[], None]) -> list[bytes]:
         def report(n: int) -> None:  # after every chunk of steps: where a stopped frame ends
@@ -687,10 +692,11 @@ def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: s
         with reading:
             src.seek(frame.start)
             archive = read_upto(src, frame.end - frame.start)
-        return _frame_decoded(archive, frame.place, model, report, Hardware(shares[worker], hw.device), engines[worker])
+        with shares.frame(worker):
+            return _frame_decoded(archive, frame.place, model, report, hw, engines[worker])
 
     total = 0
-    for block in linked(frames, ordered_map(one, frames, len(shares))):
+    for block in linked(frames, ordered_map(one, frames, shares.workers)):
         dst.write(block)
         total += len(block)
     return total

@@ -12,7 +12,7 @@ import pytest
 
 import shazip
 from shazip.api import decode_frame
-from shazip.codec.frames import ordered_map, thread_shares
+from shazip.codec.frames import Shares, ordered_map
 from shazip.errors import CorruptArchive, ShazipError
 from shazip.format.container import Place
 from shazip.format.listing import describe
@@ -105,41 +105,57 @@ def test_frames_at_once_keep_one_engine_a_worker(trained, data, framed, monkeypa
     assert shazip.decompress(framed, model=trained, threads=2) == data
     assert 1 <= len(built) <= 2
 
-def test_threads_are_shared_out_among_fewer_frames():
-    assert thread_shares(8, 2, cores=8) == [4, 4]
-    assert thread_shares(3, 2, cores=8) == [2, 1]
-    assert thread_shares(7, 3, cores=16) == [3, 2, 2]
-    assert thread_shares(5, 1, cores=8) == [5]
-    assert thread_shares(2, 5, cores=8) == thread_shares(2, None, cores=8) == [1, 1]
-    assert sum(thread_shares(16, 6, cores=16)) == 16
+def test_threads_are_shared_out_among_the_frames_in_progress():
+    s = Shares(8, cores=8, frames=2)
+    assert s.workers == 2
+    with s.frame(0):
+        assert s.of(0) == 4  # the other frame is about to start
+        with s.frame(1):
+            assert (s.of(0), s.of(1)) == (4, 4)
+        assert s.of(0) == 8  # the last frame left: every thread
+    assert s.of(0) == 1  # outside a frame
+    s = Shares(3, cores=8, frames=2)
+    with s.frame(1), s.frame(0):
+        assert (s.of(1), s.of(0)) == (2, 1)
+    # more frames than threads: one each, until the last ones outlast the others
+    s = Shares(2, cores=2)
+    frames = s.counted(["a", "b", "c"])
+    assert (s.workers, next(frames), next(frames)) == (2, "a", "b")
+    with s.frame(1):
+        with s.frame(0):
+            assert (s.of(0), s.of(1)) == (1, 1)
+        assert s.of(1) == 1  # the count not known yet: another frame may start
+        assert list(frames) == ["c"]  # all taken: 3 frames, 1 finished
+        with s.frame(0):
+            assert (s.of(1), s.of(0)) == (1, 1)
+    with s.frame(0):
+        assert s.of(0) == 2
     # only the cores there are: no more frames at once, no more threads a frame
-    assert thread_shares(4, 2, cores=2) == thread_shares(4, 4, cores=2) == thread_shares(8, None, cores=2) == [1, 1]
-    assert thread_shares(8, 2, cores=6) == [3, 3]
-    assert thread_shares(4, 3, cores=1) == [1]
+    assert Shares(8, cores=2, frames=4).usable == Shares(8, cores=2, frames=4).workers == 2
+    assert Shares(4, cores=1).workers == 1
 
 
 def test_frames_fewer_than_threads_each_get_their_share(trained, data, framed, monkeypatch):
-    """Four frames at -T 8 on 8 cores: four at once, each worker's engine of two threads (a
+    """Four frames at -T 8 on 8 cores: four at once, each frame's first block on two threads (a
     pipelined frame), compressing and decompressing; the bytes are those of -T 1."""
     import shazip.codec.engines as engines
-    threads = []
-    real = engines.IntEngine.__init__
+    first = {}
+    real = engines.IntEngine.pool
 
-    def counted(self, loaded, n=1, *args, **kw):
-        threads.append(n)
-        real(self, loaded, n, *args, **kw)
+    def pool(self):
+        first.setdefault(id(self), self._threads())
+        return real.fget(self)
 
-    monkeypatch.setattr(engines.IntEngine, "__init__", counted)
-    for module in (shazip.api, engines):  # whatever this machine has
-        monkeypatch.setattr(module, "available_cores", lambda: 8)
+    monkeypatch.setattr(engines.IntEngine, "pool", property(pool))
+    monkeypatch.setattr(shazip.api, "available_cores", lambda: 8)  # whatever this machine has
     assert shazip.compress(data, model=trained, threads=8, **FRAMED) == framed
-    assert threads == [2, 2, 2, 2]
-    threads.clear()
+    assert sorted(first.values()) == [2, 2, 2, 2]
+    first.clear()
     assert shazip.decompress(framed, model=trained, threads=8) == data
-    assert threads == [2, 2, 2, 2]
-    threads.clear()
-    assert shazip.decompress(framed, model=trained, threads=3) == data  # more frames than threads: one each
-    assert threads and set(threads) == {1}
+    assert sorted(first.values()) == [2, 2, 2, 2]
+    first.clear()
+    assert shazip.decompress(framed, model=trained, threads=3) == data  # more frames than threads: one each at first
+    assert list(first.values()) == [1, 1, 1]
 
 
 def test_a_damaged_frame_fails_cleanly_at_once(trained, framed):

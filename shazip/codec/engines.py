@@ -21,7 +21,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from .. import core
 from ..errors import UnsupportedVersion, UsageError, raise_interruption
@@ -63,7 +63,9 @@ class FloatEngine:
 
 class IntEngine:
     """The integer-exact model on the native core (CPU): `model` and `pool` are the core's, which
-    its block loop (`core.Job`) runs with. `kernels` picks a kernel path (tests compare them)."""
+    its block loop (`core.Job`) runs with. `threads`: a number, or what gives the engine's threads
+    at each block (frames at once share the cores anew as they start and end: `frames.Shares`).
+    `kernels` picks a kernel path (tests compare them)."""
 
     engine_id = 1
     engine_version = ENGINE_VERSION
@@ -71,9 +73,18 @@ class IntEngine:
     description = "int8 (integer-exact, portable)"
     threads = 0  # the output does not depend on it
 
-    def __init__(self, loaded: LoadedModel, threads: int = 1, kernels: str = "auto") -> None:
+    def __init__(self, loaded: LoadedModel, threads: int | Callable[[], int] = 1, kernels: str = "auto") -> None:
         self.model = core.model(loaded.int_weights(), kernels)
-        self.pool = core.load().ThreadPool(threads)
+        self._threads = threads if callable(threads) else (lambda: threads)
+        self._pool = None  # the last pool asked for (a job running on it holds it too)
+
+    @property
+    def pool(self):
+        """The core's pool of the threads the engine has now."""
+        n = self._threads()
+        if self._pool is None or self._pool.threads != n:
+            self._pool = core.load().ThreadPool(n)
+        return self._pool
 
 
 class TwinEngine:
@@ -154,12 +165,15 @@ ENGINES = {kind.name: kind for kind in (IntEngine, FloatEngine)}
 BY_ID = {kind.engine_id: kind for kind in ENGINES.values()}
 
 
-def int_engine(loaded: LoadedModel, device: str, threads: int) -> IntEngine | TwinEngine:
+def int_engine(loaded: LoadedModel, device: str, threads: int | Callable[[], int]) -> IntEngine | TwinEngine:
     """The int8 engine on `device`, "cpu" or "cuda" (resolved: `Hardware.of`). On the CPU its
     threads are at most the cores this process may use: a frame's threads wait on each other
     (the model's ahead of the stage, csrc/block/job.h), and beyond the cores they waited for
-    turns (one frame at -T 8 on 2 cores took 1.5x the time of -T 2). The bytes do not change."""
-    return IntEngine(loaded, min(threads, available_cores())) if device == "cpu" else TwinEngine(loaded, device)
+    turns (one frame at -T 8 on 2 cores took 1.5x the time of -T 2; `frames.Shares` keeps to
+    them too). The bytes do not change."""
+    if device != "cpu":
+        return TwinEngine(loaded, device)
+    return IntEngine(loaded, threads if callable(threads) else min(threads, available_cores()))
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ A frame is a complete archive (its own header and adaptive stage) of `frame_size
 input; a framed input is the concatenation of its frames (docs/format.md), tied in one chain by
 their headers and trailers (chain.py). Frames share no coding state, so `-T N` codes up to N of
 them at once, on threads over the native core (it releases the GIL for the whole block loop),
-each frame on one thread or, where the frames are fewer than the threads, on its share of them
-(`thread_shares`): the bytes written depend on neither. The parts here know nothing of the codec:
-an ordered map over a bounded number of workers, how the threads are shared out, and where each
-archive of a seekable file lies (from the seek table at its end, seektable.py, each entry
-confirmed by its frame, or from the archives' structure).
+each frame on its share of them (`Shares`: more than one thread where the frames are fewer than
+the threads, or outlast the others): the bytes written depend on neither. The parts here know
+nothing of the codec: an ordered map over a bounded number of workers, how the threads are
+shared out, and where each archive of a seekable file lies (from the seek table at its end,
+seektable.py, each entry confirmed by its frame, or from the archives' structure).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import ctypes
 import sys
 import threading
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from typing import BinaryIO, Callable, Iterable, Iterator, TypeVar
@@ -77,17 +78,54 @@ def ordered_map(fn: Callable[[int, T, Callable[[], None]], R], items: Iterable[T
         _hand_back()
 
 
-def thread_shares(threads: int, frames: int | None, cores: int) -> list[int]:
-    """Each worker's threads for `frames` frames (None: more than there are threads to give) on
-    `threads` threads, of which only `cores` (those this process may use) are given out: threads
-    beyond the cores only wait for turns (a frame's threads wait on each other; on 2 cores one
-    frame at -T 8 took 1.5x the time of -T 2), and each frame at once holds its stage's tables.
-    A worker a frame, and where the frames are fewer than the threads the rest shared out among
-    their workers (a frame on several threads runs its model beside its stage, csrc/block/job.h):
-    2 frames at -T 8 on 8 cores each on 4 threads, not on one each beside 6 idle cores."""
-    usable = max(1, min(threads, cores))
-    workers = usable if frames is None else max(1, min(usable, frames))
-    return [usable // workers + (w < usable % workers) for w in range(workers)]
+class Shares:
+    """The threads of the frames coded at once, shared out anew as frames start and end: each
+    frame's engine asks for its share at each of its blocks (`of`). `usable` threads: at most the
+    cores this process may use, since beyond them threads only wait for turns (a frame's threads
+    wait on each other: one frame at -T 8 on 2 cores took 1.5x the time of -T 2) and each frame
+    at once holds its stage's tables. The threads go equally to the frames in progress, or to be
+    started while others are: where the frames are fewer than the threads (2 frames at -T 8 on 8
+    cores: 4 threads each) and once the last frames outlast the others, a frame runs its model
+    beside its stage (csrc/block/job.h) on threads that would otherwise idle."""
+
+    def __init__(self, threads: int, cores: int, frames: int | None = None) -> None:
+        self.usable = max(1, min(threads, cores))
+        self.workers = self.usable if frames is None else max(1, min(self.usable, frames))
+        self._lock = threading.Lock()
+        self._active: list[int] = []  # workers with a frame in progress, in the order they started
+        self._finished = 0
+        self._left = frames  # frames not yet finished (None: not known yet, more than the workers)
+
+    def counted(self, frames: Iterable[T]) -> Iterator[T]:
+        """`frames`, and once they are all taken, their number known here."""
+        n = 0
+        for n, frame in enumerate(frames, 1):
+            yield frame
+        with self._lock:
+            self._left = n - self._finished
+
+    @contextmanager
+    def frame(self, worker: int) -> Iterator[None]:
+        """While worker `worker` codes a frame."""
+        with self._lock:
+            self._active.append(worker)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active.remove(worker)
+                self._finished += 1
+                if self._left is not None:
+                    self._left -= 1
+
+    def of(self, worker: int) -> int:
+        """Worker `worker`'s threads now."""
+        with self._lock:
+            if worker not in self._active:
+                return 1
+            soon = self.workers if self._left is None else min(self.workers, self._left)
+            n, i = max(len(self._active), soon), self._active.index(worker)
+        return self.usable // n + (i < self.usable % n)
 
 
 def _hand_back() -> None:
