@@ -240,6 +240,24 @@ Model::Model(const Spec& spec, const Kernels& k) : k_(k), d_(spec.d_model), db_(
   require(attn_blocks <= 1, "at most one attention block (they would share the ring)");
   check_names(spec.out, OUT_TENSORS, "out");
   out_ = linear(spec.out, "out", 1, spec.out_shift, d, VOCAB, "out");
+  first_rows();
+}
+
+void Model::first_rows() {
+  const i64 d = d_;
+  const Block& blk = blocks_[0];
+  first_.h.resize(size_t(VOCAB * d));
+  first_.e.resize(size_t(VOCAB));
+  first_.acc.resize(size_t(VOCAB * 4 * d));
+  std::vector<i8> q(size_t(VOCAB * d));
+  for (i64 v = 0; v < VOCAB; ++v) {
+    i64* h = first_.h.data() + v * d;
+    k_.layer_norm(embed_.data() + v * d, blk.ln_start.gain.data(), blk.ln_start.bias.data(), d, h);
+    first_.e[size_t(v)] = k_.quantize_row(h, d, q.data() + v * d);
+  }
+  Aligned scratch;
+  scratch.resize(k_.gemm_scratch_bytes(VOCAB, d));
+  k_.gemm(q.data(), VOCAB, d, 4 * d, blk.lstm.w[0].data(), first_.acc.data(), scratch.data());
 }
 
 std::unique_ptr<State> Model::new_state(i64 lanes) const {
@@ -297,21 +315,30 @@ void Model::lanes(State& s, i64 t, i64 lo, i64 hi, const u8* prev, i64* freq, Sc
   const Kernels& k = k_;
   const i64 B = hi - lo, d = d_, DB = db_;
   i64* h = w.h;
-  for (i64 b = 0; b < B; ++b) std::memcpy(h + b * d, embed_.data() + prev[lo + b] * d, d * sizeof(i64));
   for (size_t layer = 0; layer < blocks_.size(); ++layer) {
     const Block& blk = blocks_[layer];
-    // h = ln_start(h); the LSTM on it and on its int8 state
-    for (i64 b = 0; b < B; ++b) {
-      k.layer_norm(h + b * d, blk.ln_start.gain.data(), blk.ln_start.bias.data(), d, w.tmp);
-      std::memcpy(h + b * d, w.tmp, d * sizeof(i64));
-      w.e[b] = k.quantize_row(h + b * d, d, w.q8 + b * d);
+    // h = ln_start(h); the LSTM on it and on its int8 state. The first block's rows up to the
+    // input's matmul are first_'s, by the previous byte.
+    if (layer == 0) {
+      for (i64 b = 0; b < B; ++b) {
+        std::memcpy(h + b * d, first_.h.data() + prev[lo + b] * d, d * sizeof(i64));
+        w.e[b] = first_.e[prev[lo + b]];
+      }
+    } else {
+      for (i64 b = 0; b < B; ++b) {
+        k.layer_norm(h + b * d, blk.ln_start.gain.data(), blk.ln_start.bias.data(), d, w.tmp);
+        std::memcpy(h + b * d, w.tmp, d * sizeof(i64));
+        w.e[b] = k.quantize_row(h + b * d, d, w.q8 + b * d);
+      }
+      gemm(w.q8, B, blk.lstm, 0, w.acc0, w);
     }
+    auto x_row = [&](i64 b) { return layer == 0 ? first_.acc.data() + prev[lo + b] * 4 * d : w.acc0 + b * 4 * d; };
     i8* hq = s.h.data() + (layer * s.lanes + lo) * d;
     i64* c = s.c.data() + (layer * s.lanes + lo) * d;
-    gemm(w.q8, B, blk.lstm, 0, w.acc0, w);
     gemm(hq, B, blk.lstm, 1, w.acc1, w);
     for (i64 b = 0; b < B; ++b)
-      k.lstm_cell(w.acc0 + b * 4 * d, w.acc1 + b * 4 * d, w.e[b], blk.lstm.m[0].data(), blk.lstm.m[1].data(),
+      k.lstm_cell(x_row(b), w.acc1 + b * 4 * d, w.e[b],
+                  blk.lstm.m[0].data(), blk.lstm.m[1].data(),
                   blk.lstm.bias.data(), blk.lstm.shift, sig_.data(), tanh_.data(), d, c + b * d, hq + b * d,
                   h + b * d, w.cell);
     if (blk.attn) attend(blk, s, t, lo, B, w);

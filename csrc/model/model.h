@@ -138,10 +138,21 @@ class Model {
   Linear linear(const Arrays& t, const std::string& name, int parts, i64 shift, i64 K, i64 N, const std::string& where);
   void gemm(const i8* a, i64 rows, const Linear& l, int part, i32* c, Scratch& w) const;
 
+  // The first block reads nothing but the previous byte up to its LSTM's input matmul, so that
+  // part of a step is computed once per byte value, when the model is built: the row after
+  // ln_start (the residual), its quantized scale, and the matmul's row.
+  struct ByteRows {
+    std::vector<i64> h;    // [256][d]
+    std::vector<i64> e;    // [256]
+    std::vector<i32> acc;  // [256][4d]
+  };
+  void first_rows();
+
   const Kernels& k_;
   i64 d_, db_, M_;
   std::vector<i64> embed_;
   std::vector<Block> blocks_;
+  ByteRows first_;
   Linear out_;
   std::vector<i32> sig_, tanh_, gelu_, exp_att_, exp_out_;
 };
