@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from shazip import _core, quant
-from shazip.numerics import R_MAX
+from shazip.numerics import MIX_MASS, R_MAX
 
 PATHS = _core.available_kernels()
 
@@ -122,8 +122,51 @@ def test_gemm_extreme_products_and_the_weight_minus_128(path):
     np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), twin_gemm(a, w))
 
 
+def ints_mix(keys: np.ndarray, u: np.ndarray, extra: np.ndarray, u_extra: int) -> np.ndarray:
+    return (u.astype(np.int64) @ keys.astype(np.int64) + u_extra * extra.astype(np.int64)).astype(np.int32)
+
+
+def weights(rng: np.random.Generator, n: int, zeros: float) -> tuple[np.ndarray, int]:
+    """n + 1 attention weights (the last one the current entry's) summing to at most MIX_MASS,
+    a fraction `zeros` of them zero, as attention_weights makes them."""
+    w = rng.exponential(1.0, n + 1) * (rng.random(n + 1) >= zeros)
+    u = np.floor(w * MIX_MASS / max(w.sum(), 1e-9)).astype(np.int64)
+    return u[:n].astype(np.int32), int(u[n])
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("n,d", [(0, 256), (1, 7), (2, 64), (5, 100), (37, 300), (512, 256), (9, 1040)])
+@pytest.mark.parametrize("zeros", [0.0, 0.6, 1.0])
+def test_mix_equals_integers(path, n, d, zeros):
+    rng = np.random.default_rng(n * 7 + d)
+    keys = rng.integers(-127, 128, (n, d)).astype(np.int8)
+    extra = rng.integers(-127, 128, d).astype(np.int8)
+    u, u_extra = weights(rng, n, zeros)
+    np.testing.assert_array_equal(_core.kernel_mix(path, keys, u, extra, u_extra), ints_mix(keys, u, extra, u_extra))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_mix_weights_at_their_bounds(path):
+    """All the mass on one key (MIX_MASS = 2**17: a weight past two bytes), on two keys of 2**16,
+    weights whose low bytes are 255, on the current entry alone; keys at +-127."""
+    n, d = 11, 96
+    keys = np.full((n, d), 127, np.int8)
+    keys[::2] *= -1
+    keys[3, ::3] = -127
+    extra = np.full(d, -127, np.int8)
+    cases = [({4: MIX_MASS}, 0), ({0: 1 << 16, 10: 1 << 16}, 0), ({1: 65535, 2: 65535, 7: 1}, 1),
+             ({5: 255, 6: 257}, MIX_MASS - 512), ({}, MIX_MASS), ({9: 1 << 16}, (1 << 16) - 1)]
+    for at, u_extra in cases:
+        u = np.zeros(n, np.int32)
+        for j, v in at.items():
+            u[j] = v
+        np.testing.assert_array_equal(_core.kernel_mix(path, keys, u, extra, u_extra), ints_mix(keys, u, extra, u_extra))
+
+
 def test_kernel_arguments_are_checked():
     with pytest.raises(ValueError, match="residual range"):
         _core.kernel_layer_norm("portable", np.full((1, 4), R_MAX + 1), np.ones(4, np.int64), np.zeros(4, np.int64))
     with pytest.raises(ValueError, match="within"):
         _core.kernel_gemm("portable", np.full((1, 4), -128, np.int8), np.ones((4, 4), np.int8))
+    with pytest.raises(ValueError, match="MIX_MASS"):
+        _core.kernel_mix("portable", np.ones((2, 4), np.int8), np.full(2, MIX_MASS, np.int32), np.ones(4, np.int8), 0)

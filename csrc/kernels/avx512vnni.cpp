@@ -50,6 +50,7 @@ static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __re
 #include "kernels/norm512.h"
 
 static inline i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
+static inline __mmask16 first_lanes(i64 n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
 static inline i32 load_i32(const u8* p) {
   i32 v;
   __builtin_memcpy(&v, p, 4);
@@ -204,55 +205,75 @@ static void dots(const i8* keys, i64 n, i64 d, const i8* q, i32* out) {
   }
 }
 
-// ---- attention mix: keys with weight go in pairs through vpdpwssd, whose 16-bit operands
-// take u in two parts, u = 256 (u >> 8) + (u & 255) (each part fits int16), summed apart and
-// combined at the end. Chunk by chunk of 32 entries the accumulators stay in registers; they
-// hold the chunk in vpunpck order (lo half: i = 8L + p, hi half: i = 8L + 4 + p for 128-bit
-// lane L, p < 4), put back in order when stored. A last partial chunk is read with a mask.
-struct Pair {
-  const i8* r0;
-  const i8* r1;
-  i32 hi, lo;
+// ---- attention mix: keys with weight in groups of four, whose 64-byte chunks are interleaved
+// (two rounds of vpunpck) so that each int32 lane holds one dimension of the four keys; then
+// vpdpbusd adds four products u_j k_j a lane, u taken as unsigned bytes: u = lo + 256 mid +
+// 65536 hi, lo and mid < 256 summed apart (each sum stays under 2**31: sum u <= 2**17) and
+// combined at the end; hi (u >= 65536: at most two keys, seldom any) added by itself. A group
+// whose four weights are zero is skipped, as the last chunk's missing bytes are (masked loads).
+struct Group {
+  const i8* r[4];
+  u32 lo, mid;  // the four weights' low and middle bytes
 };
 
 static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extra, i64 d, i32* out, u8* scratch) {
-  Pair* pairs = reinterpret_cast<Pair*>(scratch);
-  i64 np = 0;
+  Group* groups = reinterpret_cast<Group*>(scratch);
+  i64 ng = 0, nbig = 0;
+  const i8* big_row[2];
+  i32 big_hi[2];
   const i64 total = n + 1;  // key n is `extra`
-  for (i64 j = 0; j < total; j += 2) {
-    const i32 u0 = j < n ? u[j] : u_extra;
-    const i32 u1 = j + 1 < n ? u[j + 1] : (j + 1 == n ? u_extra : 0);
-    if ((u0 | u1) == 0) continue;  // most keys get no weight: skip reading them
-    const i8* r0 = j < n ? keys + j * d : extra;
-    const i8* r1 = j + 1 < n ? keys + (j + 1) * d : (j + 1 == n ? extra : r0);
-    pairs[np++] = Pair{r0, r1, ((u1 >> 8) << 16) | (u0 >> 8), ((u1 & 255) << 16) | (u0 & 255)};
-  }
-  alignas(64) i32 h[32], l[32];
-  for (i64 c = 0; c < d; c += 32) {
-    const i64 valid = d - c < 32 ? d - c : 32;
-    const __mmask32 mask = valid == 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << valid) - 1);
-    __m512i h0 = _mm512_setzero_si512(), h1 = h0, l0 = h0, l1 = h0;
-    for (i64 p = 0; p < np; ++p) {
-      const Pair& pr = pairs[p];
-      const __m512i a0 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask, pr.r0 + c));
-      const __m512i a1 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask, pr.r1 + c));
-      const __m512i pl = _mm512_unpacklo_epi16(a0, a1), ph = _mm512_unpackhi_epi16(a0, a1);
-      const __m512i hw = _mm512_set1_epi32(pr.hi), lw = _mm512_set1_epi32(pr.lo);
-      h0 = _mm512_dpwssd_epi32(h0, pl, hw);
-      h1 = _mm512_dpwssd_epi32(h1, ph, hw);
-      l0 = _mm512_dpwssd_epi32(l0, pl, lw);
-      l1 = _mm512_dpwssd_epi32(l1, ph, lw);
+  for (i64 j = 0; j < total; j += 4) {
+    Group g{};
+    bool any = false;
+    for (i64 t = 0; t < 4; ++t) {
+      const i64 k = j + t;
+      const i32 uk = k < n ? u[k] : (k == n ? u_extra : 0);
+      g.r[t] = k < n ? keys + k * d : extra;  // past the end: `extra` with weight zero
+      g.lo |= u32(uk & 255) << (8 * t);
+      g.mid |= u32((uk >> 8) & 255) << (8 * t);
+      if (uk >> 16) {
+        big_row[nbig] = g.r[t];
+        big_hi[nbig++] = uk >> 16;
+      }
+      any |= uk != 0;
     }
-    _mm512_store_si512(h, h0);
-    _mm512_store_si512(h + 16, h1);
-    _mm512_store_si512(l, l0);
-    _mm512_store_si512(l + 16, l1);
-    for (int e = 0; e < 16; ++e) {
-      const i64 i = (e / 4) * 8 + e % 4;
-      if (i < valid) out[c + i] = h[e] * 256 + l[e];
-      if (i + 4 < valid) out[c + i + 4] = h[16 + e] * 256 + l[16 + e];
-    }
+    if (any) groups[ng++] = g;
   }
+  for (i64 c = 0; c < d; c += 64) {
+    const i64 valid = d - c < 64 ? d - c : 64;
+    const __mmask64 mask = valid == 64 ? ~__mmask64(0) : (~__mmask64(0) >> (64 - valid));
+    __m512i l0 = _mm512_setzero_si512(), l1 = l0, l2 = l0, l3 = l0, m0 = l0, m1 = l0, m2 = l0, m3 = l0;
+    for (i64 g = 0; g < ng; ++g) {
+      const Group& gr = groups[g];
+      const __m512i k0 = _mm512_maskz_loadu_epi8(mask, gr.r[0] + c), k1 = _mm512_maskz_loadu_epi8(mask, gr.r[1] + c);
+      const __m512i k2 = _mm512_maskz_loadu_epi8(mask, gr.r[2] + c), k3 = _mm512_maskz_loadu_epi8(mask, gr.r[3] + c);
+      const __m512i a = _mm512_unpacklo_epi8(k0, k1), b = _mm512_unpackhi_epi8(k0, k1);
+      const __m512i e = _mm512_unpacklo_epi8(k2, k3), f = _mm512_unpackhi_epi8(k2, k3);
+      // t_m, 128-bit lane L, int32 p: dimension c + 16 L + 4 m + p of keys 0..3
+      const __m512i t0 = _mm512_unpacklo_epi16(a, e), t1 = _mm512_unpackhi_epi16(a, e);
+      const __m512i t2 = _mm512_unpacklo_epi16(b, f), t3 = _mm512_unpackhi_epi16(b, f);
+      const __m512i lo = _mm512_set1_epi32(i32(gr.lo)), mid = _mm512_set1_epi32(i32(gr.mid));
+      l0 = _mm512_dpbusd_epi32(l0, lo, t0);
+      l1 = _mm512_dpbusd_epi32(l1, lo, t1);
+      l2 = _mm512_dpbusd_epi32(l2, lo, t2);
+      l3 = _mm512_dpbusd_epi32(l3, lo, t3);
+      m0 = _mm512_dpbusd_epi32(m0, mid, t0);
+      m1 = _mm512_dpbusd_epi32(m1, mid, t1);
+      m2 = _mm512_dpbusd_epi32(m2, mid, t2);
+      m3 = _mm512_dpbusd_epi32(m3, mid, t3);
+    }
+    const __m512i v0 = _mm512_add_epi32(l0, _mm512_slli_epi32(m0, 8)), v1 = _mm512_add_epi32(l1, _mm512_slli_epi32(m1, 8));
+    const __m512i v2 = _mm512_add_epi32(l2, _mm512_slli_epi32(m2, 8)), v3 = _mm512_add_epi32(l3, _mm512_slli_epi32(m3, 8));
+    // 128-bit lanes transposed: output vector L is lane L of v0, v1, v2, v3 (dimensions c + 16 L ..)
+    const __m512i s0 = _mm512_shuffle_i64x2(v0, v1, 0x44), s1 = _mm512_shuffle_i64x2(v2, v3, 0x44);
+    const __m512i s2 = _mm512_shuffle_i64x2(v0, v1, 0xEE), s3 = _mm512_shuffle_i64x2(v2, v3, 0xEE);
+    const __m512i o[4] = {_mm512_shuffle_i64x2(s0, s1, 0x88), _mm512_shuffle_i64x2(s0, s1, 0xDD),
+                          _mm512_shuffle_i64x2(s2, s3, 0x88), _mm512_shuffle_i64x2(s2, s3, 0xDD)};
+    for (i64 L = 0; L < 4 && 16 * L < valid; ++L)
+      _mm512_mask_storeu_epi32(out + c + 16 * L, first_lanes(valid - 16 * L), o[L]);
+  }
+  for (i64 t = 0; t < nbig; ++t)
+    for (i64 i = 0; i < d; ++i) out[i] += (big_hi[t] << 16) * i32(big_row[t][i]);
 }
 
 // ---- the stage's mixers on int16 halves. The inputs (|x| <= 4095) are int16s; a weight (|w| <=
@@ -266,7 +287,6 @@ static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extr
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-static inline __mmask16 first_lanes(i64 n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
 constexpr int MIXER_ROWS = 4;  // rows a pass: 8 accumulators
 
 // sums[r] += sum of w[r][i] x_i for i in [c, end) (end - c <= 1024), r < rows

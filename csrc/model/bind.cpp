@@ -136,6 +136,30 @@ py::array_t<i32> kernel_gemm(const std::string& path, const py::array_t<i8, py::
   return c;
 }
 
+// `path`'s attention mix: int32 [d] = u int32 [n] @ keys int8 [n, d] + u_extra * extra int8 [d],
+// for weights u >= 0 summing to at most MIX_MASS and entries within +-127 (quantized rows).
+py::array_t<i32> kernel_mix(const std::string& path, const py::array_t<i8, py::array::c_style | py::array::forcecast>& keys,
+                            const py::array_t<i32, py::array::c_style | py::array::forcecast>& u,
+                            const py::array_t<i8, py::array::c_style | py::array::forcecast>& extra, i32 u_extra) {
+  const kernels::Kernels& k = kernels::select_kernels(path);
+  require(keys.ndim() == 2 && u.ndim() == 1 && extra.ndim() == 1, "keys must be [n, d], u [n] and extra [d]");
+  const i64 n = keys.shape(0), d = keys.shape(1);
+  require(u.shape(0) == n && extra.shape(0) == d && d > 0, "keys, u and extra disagree in n or d");
+  i64 mass = u_extra;
+  for (i64 j = 0; j < n; ++j) {
+    require(u.data()[j] >= 0, "weights must be non-negative");
+    mass += u.data()[j];
+  }
+  require(u_extra >= 0 && mass <= kernels::MIX_MASS, "the weights must sum to at most MIX_MASS");
+  for (i64 i = 0; i < n * d; ++i) require(keys.data()[i] != -128, "keys' entries must be within +-127");
+  for (i64 i = 0; i < d; ++i) require(extra.data()[i] != -128, "extra's entries must be within +-127");
+  Aligned scratch;
+  scratch.resize(32 * (n + 2));
+  py::array_t<i32> out(d);
+  k.mix(keys.data(), n, u.data(), extra.data(), u_extra, d, out.mutable_data(), scratch.data());
+  return out;
+}
+
 }  // namespace
 }  // namespace shazip::model
 
@@ -149,6 +173,8 @@ void bind_model(py::module_& m) {
         "One kernel path's LayerNorm of int64 rows (tests).");
   m.def("kernel_gemm", &kernel_gemm, py::arg("path"), py::arg("a"), py::arg("w"),
         "One kernel path's int8 GEMM, a [rows, K] @ w [K, N] -> int32 (tests).");
+  m.def("kernel_mix", &kernel_mix, py::arg("path"), py::arg("keys"), py::arg("u"), py::arg("extra"), py::arg("u_extra"),
+        "One kernel path's attention mix, u [n] @ keys [n, d] + u_extra * extra -> int32 [d] (tests).");
 
   py::class_<ThreadPool, std::shared_ptr<ThreadPool>>(m, "ThreadPool", "A team of threads for Model.step (the caller is one of them).")
       .def(py::init<int>(), py::arg("threads"))
