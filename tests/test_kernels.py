@@ -122,6 +122,35 @@ def test_gemm_extreme_products_and_the_weight_minus_128(path):
     np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), twin_gemm(a, w))
 
 
+def twin_quantize(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    q, e = quant.quantize_rows(torch.from_numpy(y))
+    return q.numpy(), e.reshape(-1).numpy()
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("d", [256, 8, 7, 100, 1040])
+def test_quantize_equals_twin(path, d):
+    """Random rows of every size, a zero row (scale 1), rows at +-R_MAX, rows of exact halves, and
+    rows where 254 y + e is a multiple of 2e whose float64 quotient falls just short of it."""
+    rng = np.random.default_rng(d)
+    y = rng.integers(-R_MAX, R_MAX + 1, (10, d))
+    y[1] = rng.integers(-3, 4, d)
+    y[2] = 0
+    y[3] = R_MAX
+    y[3, ::2] = -R_MAX
+    y[4] = np.arange(d) % 255 - 127  # e = 127: q = y exactly
+    y[5] = np.arange(d) % 509 - 254  # e = 254: 127 y / e = y / 2, a half at every odd y
+    y[6] = (np.arange(d) % 7) * (R_MAX // 7)
+    y[7] = rng.integers(-1000, 1001, d) * 1024
+    for row, (e, v) in zip((8, 9), ((98, 49), (150, -75))):  # a float64 estimate of 64 and -63 falls short
+        y[row] = v
+        y[row, 0] = e
+    got_q, got_e = _core.kernel_quantize(path, y)
+    want_q, want_e = twin_quantize(y)
+    np.testing.assert_array_equal(got_q, want_q)
+    np.testing.assert_array_equal(got_e, want_e)
+
+
 def ints_mix(keys: np.ndarray, u: np.ndarray, extra: np.ndarray, u_extra: int) -> np.ndarray:
     return (u.astype(np.int64) @ keys.astype(np.int64) + u_extra * extra.astype(np.int64)).astype(np.int32)
 

@@ -40,6 +40,8 @@ static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __re
 #include "kernels/generic.h"
 #include "kernels/norm256.h"
 
+constexpr auto quantize_row = quantize_row_generic;
+
 // ---- GEMM, two exact schemes, chosen per matrix when it is packed.
 //
 // Sign trick (any matrix without the weight -128, i.e. every matrix a model has: its weights

@@ -51,6 +51,29 @@ static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __re
 
 static inline i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
 static inline __mmask16 first_lanes(i64 n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+// quant.quantize_rows for one row (generic.h's quantize_row_generic), in float64 lanes: with
+// |y| <= e <= R_MAX, a = 254 y + e is below 2**29, exact in float64 (the multiply-add rounds once,
+// and the exact result is representable); a / 2e estimated by a multiply is within one of its
+// floor, which the remainder a - t 2e (exact) corrects. Eight entries a round, so d % 8 == 0.
+static i64 quantize_row(const i64* __restrict y, i64 d, i8* __restrict q) {
+  if (d % 8 != 0) return quantize_row_generic(y, d, q);
+  __m512i m = _mm512_set1_epi64(1);
+  for (i64 i = 0; i < d; i += 8) m = _mm512_max_epi64(m, _mm512_abs_epi64(_mm512_loadu_si512(y + i)));
+  const i64 e = _mm512_reduce_max_epi64(m);
+  const double b = static_cast<double>(2 * e);
+  const __m512d bv = _mm512_set1_pd(b), inv = _mm512_set1_pd(1.0 / b), ev = _mm512_set1_pd(static_cast<double>(e));
+  const __m512d k254 = _mm512_set1_pd(254.0), one = _mm512_set1_pd(1.0), zero = _mm512_setzero_pd();
+  for (i64 i = 0; i < d; i += 8) {
+    const __m512d a = _mm512_fmadd_pd(_mm512_cvtepi64_pd(_mm512_loadu_si512(y + i)), k254, ev);
+    __m512d t = _mm512_roundscale_pd(_mm512_mul_pd(a, inv), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512d r = _mm512_fnmadd_pd(t, bv, a);
+    t = _mm512_mask_sub_pd(t, _mm512_cmp_pd_mask(r, zero, _CMP_LT_OQ), t, one);
+    t = _mm512_mask_add_pd(t, _mm512_cmp_pd_mask(r, bv, _CMP_GE_OQ), t, one);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), _mm512_cvtepi64_epi8(_mm512_cvtpd_epi64(t)));
+  }
+  return e;
+}
+
 static inline i32 load_i32(const u8* p) {
   i32 v;
   __builtin_memcpy(&v, p, 4);

@@ -92,6 +92,24 @@ static inline int64_t _mm512_reduce_add_epi64(simde__m512i v) {
   return s;
 }
 
+static inline int64_t _mm512_reduce_max_epi64(simde__m512i v) {
+  int64_t a[8];
+  std::memcpy(a, &v, sizeof a);
+  int64_t m = a[0];
+  for (int64_t x : a) m = x > m ? x : m;
+  return m;
+}
+
+static inline simde__m128i _mm512_cvtepi64_epi8(simde__m512i v) {  // truncation, as vpmovqb
+  int64_t a[8];
+  int8_t r[16] = {};
+  std::memcpy(a, &v, sizeof a);
+  for (int i = 0; i < 8; ++i) r[i] = static_cast<int8_t>(a[i]);
+  simde__m128i out;
+  std::memcpy(&out, r, sizeof out);
+  return out;
+}
+
 static inline simde__m512d _mm512_cvtepi64_pd(simde__m512i v) {
   int64_t a[8];
   double r[8];

@@ -73,7 +73,7 @@ static inline i64 isqrt(i64 v) {
 
 // quant.quantize_rows for one row with |y| <= R_MAX: then 254 y + e < 2**29 and every step below
 // fits int32, which vectorizes twice as wide as int64.
-static i64 quantize_row(const i64* __restrict y, i64 d_, i8* __restrict q) {
+[[maybe_unused]] static i64 quantize_row_generic(const i64* __restrict y, i64 d_, i8* __restrict q) {
   const i64 d = d_;
   i64 e = 1;
   for (i64 i = 0; i < d; ++i) e = max64(e, y[i] < 0 ? -y[i] : y[i]);

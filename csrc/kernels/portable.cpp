@@ -57,8 +57,9 @@ static void gemm(const i8* a, i64 rows, i64 K, i64 N_, const u8* packed, i32* c,
   }
 }
 
-// the table's LayerNorm, attention and stage mixers' kernels: generic.h's plain loops
+// the table's LayerNorm, quantization, attention and stage mixers' kernels: generic.h's plain loops
 constexpr auto layer_norm = layer_norm_generic;
+constexpr auto quantize_row = quantize_row_generic;
 constexpr auto dots = dots_generic;
 constexpr auto mix = mix_generic;
 constexpr auto mixer_dot = mixer_dot_generic;

@@ -136,6 +136,18 @@ py::array_t<i32> kernel_gemm(const std::string& path, const py::array_t<i8, py::
   return c;
 }
 
+// `path`'s quantization of int64 rows (|y| <= R_MAX): int8 rows and their scales e.
+py::tuple kernel_quantize(const std::string& path, const py::array_t<i64, py::array::c_style | py::array::forcecast>& y) {
+  const kernels::Kernels& k = kernels::select_kernels(path);
+  require(y.ndim() == 2 && y.shape(1) > 0, "y must be [rows, d]");
+  const i64 rows = y.shape(0), d = y.shape(1);
+  for (i64 i = 0; i < rows * d; ++i) require(std::abs(y.data()[i]) <= kernels::R_MAX, "y's entries must be within the residual range");
+  py::array_t<i8> q({rows, d});
+  py::array_t<i64> e(rows);
+  for (i64 r = 0; r < rows; ++r) e.mutable_data()[r] = k.quantize_row(y.data() + r * d, d, q.mutable_data() + r * d);
+  return py::make_tuple(q, e);
+}
+
 // `path`'s attention mix: int32 [d] = u int32 [n] @ keys int8 [n, d] + u_extra * extra int8 [d],
 // for weights u >= 0 summing to at most MIX_MASS and entries within +-127 (quantized rows).
 py::array_t<i32> kernel_mix(const std::string& path, const py::array_t<i8, py::array::c_style | py::array::forcecast>& keys,
@@ -173,6 +185,8 @@ void bind_model(py::module_& m) {
         "One kernel path's LayerNorm of int64 rows (tests).");
   m.def("kernel_gemm", &kernel_gemm, py::arg("path"), py::arg("a"), py::arg("w"),
         "One kernel path's int8 GEMM, a [rows, K] @ w [K, N] -> int32 (tests).");
+  m.def("kernel_quantize", &kernel_quantize, py::arg("path"), py::arg("y"),
+        "One kernel path's quantization of int64 rows -> (int8 rows, their scales) (tests).");
   m.def("kernel_mix", &kernel_mix, py::arg("path"), py::arg("keys"), py::arg("u"), py::arg("extra"), py::arg("u_extra"),
         "One kernel path's attention mix, u [n] @ keys [n, d] + u_extra * extra -> int32 [d] (tests).");
 
