@@ -353,59 +353,73 @@ static void dots(const i8* keys, i64 n, i64 d, const i8* q, i32* out) {
   }
 }
 
-// ---- attention mix: the keys with weight (most have none) are listed, then summed 64 entries
-// at a time in eight int32 accumulators (int8 widened to int32, times u by vpmulld).
-struct Item {
-  const i8* k;
-  i64 u;
+// ---- attention mix: keys with weight in groups of four, whose 32-byte chunks are interleaved
+// (two rounds of vpunpck) so that each int32 lane holds one dimension of the four keys. The
+// weights go in 7-bit parts, u = p0 + 2**7 p1 + 2**14 p2 (u <= 2**17), as unsigned bytes into
+// vpmaddubsw: a pair of products is at most 2 * 127 * 127 < 2**15 (keys are quantized rows, |k| <=
+// 127), so it cannot saturate; vpmaddwd by 1, 2**7 or 2**14 adds the pairs of each part, weighted,
+// into int32, every partial sum under 2**31 (sum u |k| <= 2**24). A group whose four weights are
+// zero is skipped; the last d % 32 dimensions are summed one by one.
+struct Group {
+  const i8* r[4];
+  u32 part[3];  // the four weights' 7-bit parts, a byte each
 };
 
 static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extra, i64 d, i32* out, u8* scratch) {
-  Item* items = reinterpret_cast<Item*>(scratch);
-  i64 m = 0;
-  for (i64 j = 0; j < n; ++j)
-    if (u[j] != 0) items[m++] = Item{keys + j * d, u[j]};
-  if (u_extra != 0) items[m++] = Item{extra, u_extra};
-  i64 i = 0;
-  for (; i + 64 <= d; i += 64) {  // named accumulators: see the GEMM
-    __m256i x0 = _mm256_setzero_si256(), x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0, x7 = x0;
-    for (i64 it = 0; it < m; ++it) {
-      const __m256i uv = _mm256_set1_epi32(static_cast<i32>(items[it].u));
-      const i8* k = items[it].k + i;
-#define SHAZIP_MIX(x, t) \
-  x = _mm256_add_epi32(x, _mm256_mullo_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(k + 8 * t))), uv))
-      SHAZIP_MIX(x0, 0);
-      SHAZIP_MIX(x1, 1);
-      SHAZIP_MIX(x2, 2);
-      SHAZIP_MIX(x3, 3);
-      SHAZIP_MIX(x4, 4);
-      SHAZIP_MIX(x5, 5);
-      SHAZIP_MIX(x6, 6);
-      SHAZIP_MIX(x7, 7);
-#undef SHAZIP_MIX
+  Group* groups = reinterpret_cast<Group*>(scratch);
+  i64 ng = 0;
+  const i64 total = n + 1;  // key n is `extra`
+  for (i64 j = 0; j < total; j += 4) {
+    Group g{};
+    bool any = false;
+    for (i64 t = 0; t < 4; ++t) {
+      const i64 k = j + t;
+      const i32 uk = k < n ? u[k] : (k == n ? u_extra : 0);
+      g.r[t] = k < n ? keys + k * d : extra;  // past the end: `extra` with weight zero
+      for (int p = 0; p < 3; ++p) g.part[p] |= u32((uk >> (7 * p)) & 127) << (8 * t);
+      any |= uk != 0;
     }
-    __m256i* o = reinterpret_cast<__m256i*>(out + i);
-    _mm256_storeu_si256(o, x0);
-    _mm256_storeu_si256(o + 1, x1);
-    _mm256_storeu_si256(o + 2, x2);
-    _mm256_storeu_si256(o + 3, x3);
-    _mm256_storeu_si256(o + 4, x4);
-    _mm256_storeu_si256(o + 5, x5);
-    _mm256_storeu_si256(o + 6, x6);
-    _mm256_storeu_si256(o + 7, x7);
+    if (any) groups[ng++] = g;
   }
-  for (; i + 8 <= d; i += 8) {
-    __m256i acc = _mm256_setzero_si256();
-    for (i64 it = 0; it < m; ++it) {
-      const __m256i kv = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(items[it].k + i)));
-      acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(kv, _mm256_set1_epi32(static_cast<i32>(items[it].u))));
+  const __m256i scale0 = _mm256_set1_epi16(1), scale1 = _mm256_set1_epi16(1 << 7), scale2 = _mm256_set1_epi16(1 << 14);
+  i64 c = 0;
+  for (; c + 32 <= d; c += 32) {
+    __m256i x0 = _mm256_setzero_si256(), x1 = x0, x2 = x0, x3 = x0;  // named: see the GEMM
+    for (i64 g = 0; g < ng; ++g) {
+      const Group& gr = groups[g];
+      const __m256i k0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gr.r[0] + c));
+      const __m256i k1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gr.r[1] + c));
+      const __m256i k2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gr.r[2] + c));
+      const __m256i k3 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gr.r[3] + c));
+      const __m256i a = _mm256_unpacklo_epi8(k0, k1), b = _mm256_unpackhi_epi8(k0, k1);
+      const __m256i e = _mm256_unpacklo_epi8(k2, k3), f = _mm256_unpackhi_epi8(k2, k3);
+      // t_m, 128-bit lane L, int32 p: dimension c + 16 L + 4 m + p of keys 0..3
+      const __m256i t0 = _mm256_unpacklo_epi16(a, e), t1 = _mm256_unpackhi_epi16(a, e);
+      const __m256i t2 = _mm256_unpacklo_epi16(b, f), t3 = _mm256_unpackhi_epi16(b, f);
+#define SHAZIP_PART(w, scale)                                                 \
+  {                                                                           \
+    const __m256i wv = _mm256_set1_epi32(static_cast<i32>(w));                \
+    x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(_mm256_maddubs_epi16(wv, t0), scale)); \
+    x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(_mm256_maddubs_epi16(wv, t1), scale)); \
+    x2 = _mm256_add_epi32(x2, _mm256_madd_epi16(_mm256_maddubs_epi16(wv, t2), scale)); \
+    x3 = _mm256_add_epi32(x3, _mm256_madd_epi16(_mm256_maddubs_epi16(wv, t3), scale)); \
+  }
+      SHAZIP_PART(gr.part[0], scale0)
+      if (gr.part[1] != 0) SHAZIP_PART(gr.part[1], scale1)
+      if (gr.part[2] != 0) SHAZIP_PART(gr.part[2], scale2)
+#undef SHAZIP_PART
     }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), acc);
+    // lanes back in order: dimensions c + 8 q .. c + 8 q + 7 are (x0, x1) or (x2, x3), lane q / 2
+    __m256i* o = reinterpret_cast<__m256i*>(out + c);
+    _mm256_storeu_si256(o, _mm256_permute2x128_si256(x0, x1, 0x20));
+    _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(x2, x3, 0x20));
+    _mm256_storeu_si256(o + 2, _mm256_permute2x128_si256(x0, x1, 0x31));
+    _mm256_storeu_si256(o + 3, _mm256_permute2x128_si256(x2, x3, 0x31));
   }
-  for (; i < d; ++i) {
-    i32 s = 0;
-    for (i64 it = 0; it < m; ++it) s += static_cast<i32>(items[it].u) * i32(items[it].k[i]);
-    out[i] = s;
+  for (; c < d; ++c) {
+    i32 s = u_extra * i32(extra[c]);
+    for (i64 j = 0; j < n; ++j) s += u[j] * i32(keys[j * d + c]);
+    out[c] = s;
   }
 }
 
