@@ -9,7 +9,8 @@
 // int8 products, exact in int32 for any int8 values), never vpmaddubsw on raw values (it
 // saturates at int16). The attention dots, whose operands are quantized rows (|v| <= 127), use
 // vpmaddubsw on |q| and sign(k, q): a pair of products is at most 2 * 127 * 127 = 32258 < 2**15,
-// so it cannot saturate. Everything else is generic.h's integer code, vectorized by the compiler.
+// so it cannot saturate; the mix's weights go in 7-bit parts for the same reason. Everything
+// else is generic.h's integer code, vectorized by the compiler.
 #include "kernels/kernels.h"
 
 #include <type_traits>

@@ -7,9 +7,9 @@
 // Exactness: vpdpbusd multiplies unsigned by signed bytes and adds groups of four products into
 // int32 without saturation. Activations are offset by 128 (a ^ 0x80 = a + 128 as u8) and the
 // offset taken off again: sum (a + 128) w = sum a w + 128 sum w, where 128 sum w is computed
-// once per weight column (GEMM) or per query (dots). The mix splits its 17-bit weights into two
-// 16-bit halves for vpdpwssd (int16 x int16 pairs into int32, exact). Integer sums in any order,
-// so the same integers as the portable path.
+// once per weight column (GEMM) or per query (dots). The mix takes its weights (at most 2**17,
+// non-negative) as unsigned bytes, the keys as the signed side. Integer sums in any order, so
+// the same integers as the portable path.
 //
 // SHAZIP_EMULATE_AVX512 (never set by the build; see emulate_avx512.h) compiles this file on
 // emulated intrinsics, without the target pragma, and reports the path available: a check of
