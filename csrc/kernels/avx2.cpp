@@ -369,19 +369,14 @@ struct Group {
 static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extra, i64 d, i32* out, u8* scratch) {
   Group* groups = reinterpret_cast<Group*>(scratch);
   i64 ng = 0;
-  const i64 total = n + 1;  // key n is `extra`
-  for (i64 j = 0; j < total; j += 4) {
-    Group g{};
-    bool any = false;
-    for (i64 t = 0; t < 4; ++t) {
-      const i64 k = j + t;
-      const i32 uk = k < n ? u[k] : (k == n ? u_extra : 0);
-      g.r[t] = k < n ? keys + k * d : extra;  // past the end: `extra` with weight zero
-      for (int p = 0; p < 3; ++p) g.part[p] |= u32((uk >> (7 * p)) & 127) << (8 * t);
-      any |= uk != 0;
+  weighted_key_groups(keys, n, u, extra, u_extra, d, [&](const i8* const* rows, const i32* w) {
+    Group& g = groups[ng++];
+    g = Group{};
+    for (int t = 0; t < 4; ++t) {
+      g.r[t] = rows[t];
+      for (int p = 0; p < 3; ++p) g.part[p] |= u32((w[t] >> (7 * p)) & 127) << (8 * t);
     }
-    if (any) groups[ng++] = g;
-  }
+  });
   const __m256i scale0 = _mm256_set1_epi16(1), scale1 = _mm256_set1_epi16(1 << 7), scale2 = _mm256_set1_epi16(1 << 14);
   i64 c = 0;
   for (; c + 32 <= d; c += 32) {

@@ -244,24 +244,19 @@ static void mix(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extr
   i64 ng = 0, nbig = 0;
   const i8* big_row[2];
   i32 big_hi[2];
-  const i64 total = n + 1;  // key n is `extra`
-  for (i64 j = 0; j < total; j += 4) {
-    Group g{};
-    bool any = false;
-    for (i64 t = 0; t < 4; ++t) {
-      const i64 k = j + t;
-      const i32 uk = k < n ? u[k] : (k == n ? u_extra : 0);
-      g.r[t] = k < n ? keys + k * d : extra;  // past the end: `extra` with weight zero
-      g.lo |= u32(uk & 255) << (8 * t);
-      g.mid |= u32((uk >> 8) & 255) << (8 * t);
-      if (uk >> 16) {
-        big_row[nbig] = g.r[t];
-        big_hi[nbig++] = uk >> 16;
+  weighted_key_groups(keys, n, u, extra, u_extra, d, [&](const i8* const* rows, const i32* w) {
+    Group& g = groups[ng++];
+    g = Group{};
+    for (int t = 0; t < 4; ++t) {
+      g.r[t] = rows[t];
+      g.lo |= u32(w[t] & 255) << (8 * t);
+      g.mid |= u32((w[t] >> 8) & 255) << (8 * t);
+      if (w[t] >> 16) {
+        big_row[nbig] = rows[t];
+        big_hi[nbig++] = w[t] >> 16;
       }
-      any |= uk != 0;
     }
-    if (any) groups[ng++] = g;
-  }
+  });
   for (i64 c = 0; c < d; c += 64) {
     const i64 valid = d - c < 64 ? d - c : 64;
     const __mmask64 mask = valid == 64 ? ~__mmask64(0) : (~__mmask64(0) >> (64 - valid));

@@ -176,6 +176,25 @@ static i64 attention_weights(const i32* __restrict dots, const i64* __restrict e
   }
 }
 
+// The mix's keys in groups of four, key n being `extra` and keys past it `extra` with weight
+// zero: f(rows, weights) for each group with some weight (avx2.cpp's and avx512vnni.cpp's mix).
+template <class F>
+static inline void weighted_key_groups(const i8* keys, i64 n, const i32* u, const i8* extra, i32 u_extra, i64 d,
+                                       F&& f) {
+  for (i64 j = 0; j <= n; j += 4) {
+    const i8* rows[4];
+    i32 w[4];
+    bool any = false;
+    for (i64 t = 0; t < 4; ++t) {
+      const i64 k = j + t;
+      w[t] = k < n ? u[k] : (k == n ? u_extra : 0);
+      rows[t] = k < n ? keys + k * d : extra;
+      any |= w[t] != 0;
+    }
+    if (any) f(rows, w);
+  }
+}
+
 static void attention_out(const i32* __restrict mix, i64 ebar, const i64* __restrict vs, const i64* __restrict mid,
                           i64 d_, i64* __restrict h) {
   const i64 d = d_;
