@@ -179,7 +179,6 @@ Model::Model(const Spec& spec, const Kernels& k) : k_(k), d_(spec.d_model), db_(
   require(!spec.embed.int8 && spec.embed.shape == std::vector<i64>{VOCAB, d},
           "embed must be int64 [256, " + std::to_string(d) + "]");
   require(max_abs(spec.embed.i64s) <= R_MAX, "embed entries exceed the residual range");
-  embed_ = spec.embed.i64s;
 
   check_names(spec.tables, TABLE_NAMES, "tables");
   const std::map<std::string, std::pair<i64, std::vector<i32>*>> tables = {
@@ -240,10 +239,10 @@ Model::Model(const Spec& spec, const Kernels& k) : k_(k), d_(spec.d_model), db_(
   require(attn_blocks <= 1, "at most one attention block (they would share the ring)");
   check_names(spec.out, OUT_TENSORS, "out");
   out_ = linear(spec.out, "out", 1, spec.out_shift, d, VOCAB, "out");
-  first_rows();
+  first_rows(spec.embed.i64s);
 }
 
-void Model::first_rows() {
+void Model::first_rows(const std::vector<i64>& embed) {
   const i64 d = d_;
   const Block& blk = blocks_[0];
   first_.h.resize(size_t(VOCAB * d));
@@ -252,7 +251,7 @@ void Model::first_rows() {
   std::vector<i8> q(size_t(VOCAB * d));
   for (i64 v = 0; v < VOCAB; ++v) {
     i64* h = first_.h.data() + v * d;
-    k_.layer_norm(embed_.data() + v * d, blk.ln_start.gain.data(), blk.ln_start.bias.data(), d, h);
+    k_.layer_norm(embed.data() + v * d, blk.ln_start.gain.data(), blk.ln_start.bias.data(), d, h);
     first_.e[size_t(v)] = k_.quantize_row(h, d, q.data() + v * d);
   }
   Aligned scratch;

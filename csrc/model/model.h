@@ -146,11 +146,10 @@ class Model {
     std::vector<i64> e;    // [256]
     std::vector<i32> acc;  // [256][4d]
   };
-  void first_rows();
+  void first_rows(const std::vector<i64>& embed);  // from the embedding int64 [256][d]
 
   const Kernels& k_;
   i64 d_, db_, M_;
-  std::vector<i64> embed_;
   std::vector<Block> blocks_;
   ByteRows first_;
   Linear out_;
