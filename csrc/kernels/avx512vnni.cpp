@@ -51,6 +51,7 @@ static void lookup(const i32* __restrict t, const i32* __restrict idx, i32* __re
 
 static inline i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
 static inline __mmask16 first_lanes(i64 n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+
 // quant.quantize_rows for one row (generic.h's quantize_row_generic), in float64 lanes: with
 // |y| <= e <= R_MAX, a = 254 y + e is below 2**29, exact in float64 (the multiply-add rounds once,
 // and the exact result is representable); a / 2e estimated by a multiply is within one of its
