@@ -83,6 +83,11 @@ def _resolve(model: str | LoadedModel) -> LoadedModel:
     return model if isinstance(model, LoadedModel) else load_model(model)
 
 
+def level_model(level: int, model: str | LoadedModel | None) -> str | LoadedModel:
+    """The model that compresses at `level`: `model`, or the level's own where it is None."""
+    return LEVELS[level].model_name if model is None else model
+
+
 class _Once:
     """Builds a thing at its first use and keeps it: the engine and the adaptive stage are made
     at the first model-coded block (archives of stored/zstd blocks never need the model), and
@@ -137,6 +142,8 @@ class Compressor:
     """A reusable compressor: the model is read and checked, and the engine built, once; every
     archive it writes then reuses them (each archive gets its own adaptive stage).
 
+    `model`: a bundled model's name, a model file or a `LoadedModel`; None, the default, takes the
+    level's (`Level.model_name`).
     `level`: 1 .. 9 (options.LEVELS): 1 and 2 code with the adaptive stage alone (no neural model;
     1 with its version 1 models), 3 .. 9 add the model in ever longer lanes; 6 is the default.
     `lanes`: parallel lanes per block (more is faster on a GPU; each starts the model cold). None,
@@ -161,7 +168,7 @@ class Compressor:
     `threads` frames at once with the int8 engine on the CPU; the bytes do not depend on
     `threads`. The float32 engine writes one archive (its format has no frame fields)."""
 
-    def __init__(self, model: str | LoadedModel = "default", *, level: int = DEFAULT_LEVEL, lanes: int | None = None,
+    def __init__(self, model: str | LoadedModel | None = None, *, level: int = DEFAULT_LEVEL, lanes: int | None = None,
                  block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8",
                  adapt: str | AdaptiveParams = "cm", device: str = "cpu", methods: frozenset[Method] = ALL_METHODS,
                  frame_size: int | None = None) -> None:
@@ -196,7 +203,7 @@ class Compressor:
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
         self.threads, self.methods = hw.threads, methods
-        self.loaded = loaded = _resolve(model)
+        self.loaded = loaded = _resolve(level_model(level, model))
         if len(loaded.name.encode()) > 255:
             raise UsageError(f"model name is longer than 255 bytes: {loaded.name[:40]}...")
         self.kind = kind = ENGINES[engine]
@@ -410,7 +417,7 @@ class ShazipCompressor:
         return self._drain()
 
 
-def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel = "default",
+def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
                     level: int = DEFAULT_LEVEL, lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
                     threads: int = 0, progress: Progress | None = None,
                     methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",

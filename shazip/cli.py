@@ -434,7 +434,7 @@ def main() -> None:
 @click.option("-o", "--output", help="Output file (default FILE.shz).")
 @_file_options
 @_level_options
-@click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
+@click.option("--model", help="Bundled model name or model file (default: the level's).")
 @click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
 @click.option("--frame-size", type=int, default=None, help=FRAME_HELP)
@@ -459,9 +459,9 @@ def compress_file(file: str, dest: str | None, force: bool, remove: bool, bar: b
     """FILE ("-": standard input) to dest (None: standard output). `bar`: as ProgressBar's `show`."""
     if dest is None and _standard("stdout").isatty() and not force:
         raise FileTrouble("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
-    from .api import compress_stream
+    from .api import compress_stream, level_model
     from .modelfile import load_model
-    loaded = load_model(coding["model"])  # before creating any output: a missing model leaves nothing behind
+    loaded = load_model(level_model(coding["level"], coding["model"]))  # before creating any output: a missing model leaves nothing behind
     with _input(file, force) as src, _output(dest, force, None if file == "-" else file) as dst:
         progress = ProgressBar(_size(file), _named(file), bar, lambda: dst.written)
         compress_stream(src, dst, loaded, progress=progress, **{k: v for k, v in coding.items() if k != "model"})
@@ -551,8 +551,8 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True, help="Where the int8 engine runs: cpu (the native core), cuda (a GPU, through torch with CUDA), auto (cuda where there is one). Archives are the same bytes on every device.")
 @_level_options
 @click.option("--model", default=None, metavar="NAME|FILE",
-              help="A model by name (`shazip models`) or file [compress: default; decompress: the one the "
-                   "archive names].")
+              help="A model by name (`shazip models`) or file [compress: the level's; decompress: the one "
+                   "the archive names].")
 @click.option("--lanes", default=0, show_default=True, metavar="N", help=LANES_HELP)
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, metavar="BYTES",
               help="Input bytes per block, each coded by the best of the model, zstd and storing.")
@@ -579,7 +579,7 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
     archives_only = mode != "compress"
     inputs = _walk(files or ("-",), recursive,
                    (lambda f: f.endswith(suffix)) if archives_only else (lambda f: not f.endswith(suffix)))
-    coding = dict(model=model or "default", level=level, lanes=lanes or None, block_size=block_size,
+    coding = dict(model=model, level=level, lanes=lanes or None, block_size=block_size,
                   frame_size=frame_size, threads=threads, engine="int8", adapt=adapt, device=device)
     bar = _show_bar(quiet, progress)
 

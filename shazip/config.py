@@ -55,6 +55,7 @@ class Config:
 # enwik8 model of the paper (4 x 1024, Boom 4096, memory 5000, dropout 0.1).
 PRESETS: dict[str, Config] = {
     "tiny": Config(d_model=32, n_layers=2, d_boom=128, mem_len=24),
+    "mini": Config(d_model=128, n_layers=2, d_boom=512, mem_len=256),
     "small": Config(d_model=256, n_layers=2, d_boom=1024, mem_len=512),
     "large": Config(d_model=384, n_layers=2, d_boom=1536, mem_len=512, dropout=0.1, dropout_in=0.1),
     "paper": Config(d_model=1024, n_layers=4, d_boom=4096, mem_len=5000, dropout=0.1, dropout_in=0.1),

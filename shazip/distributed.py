@@ -105,7 +105,7 @@ def _write(url: str, parts: Iterator[bytes], replace: bool) -> int:
     return total
 
 
-def compress(src: str, dst: str, client, *, model: str = "default", frame_size: int | None = None,
+def compress(src: str, dst: str, client, *, model: str | None = None, frame_size: int | None = None,
              block_size: int = DEFAULT_BLOCK_SIZE, device: str = "cpu", replace: bool = True, **options) -> int:
     """Compresses src (a path every worker sees, or an fsspec URL) to dst, one task per frame;
     returns the input bytes. Options as `shazip.Compressor`'s (not `threads`: one a task).

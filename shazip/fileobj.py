@@ -52,7 +52,7 @@ class ShazipFile(io.BufferedIOBase):
         if mode == "r" and (compressor is not None or options):
             raise TypeError("compression options given to a reader")
         if mode != "r" and compressor is None:  # the options are checked (and the model read) before the
-            compressor = Compressor(model or "default", threads=threads, **options)  # file is touched
+            compressor = Compressor(model, threads=threads, **options)  # file is touched
         if isinstance(file, (str, bytes, os.PathLike)):
             self._fp, self._own = builtins.open(file, mode + "b"), True
         elif not hasattr(file, "read" if mode == "r" else "write"):  # as lzma.open: not later, at the first read

@@ -61,6 +61,7 @@ class Level:
 
     models: tuple[str, ...]  # the adaptive stage's models: version 1's (`nn`: the neural model) and models.def's
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
+    model_name: str = "default"  # the bundled model it codes with where the caller names none
 
     @property
     def model(self) -> bool:
@@ -81,6 +82,9 @@ class Level:
 # several times the stage's. Level 2, the stage alone, keeps version 11's models: there the stage is all
 # of the time. Where every block is one lane (-2, -9) the stage's models of a lane's own statistics are
 # left out (LanePolicy.one_lane).
+# Levels 3-5 code with `mini` (d 128, models/README.md), whose step costs 0.38x `default`'s: on large
+# inputs their lanes are those of -6 (at most DEFAULT_LANES a block), so the model is what sets them
+# apart: on the suite -5 is 1.031x -6's bytes, one core 1.65x as fast (benchmarks/JOURNAL.md, "mini").
 RECORDS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",  # 2-3
            "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",  # 4-8
            "predicted", "class_mix", "state_mix", "cell_left", "cell_order", "last_number")  # 9-11
@@ -91,7 +95,7 @@ DEFAULT_STAGE = ("word", "column", "nn", "match", "apm") + RECORDS + ("runs", "g
 HEAVY_STAGE = ("word", "column", "sparse", "nn", "match", "apm") + RECORDS + (
     "runs", "groups", "slow_final", "seed_sets") + HEAVY
 LEVELS = {1: Level(("word", "column", "sparse", "match", "apm"), ONE_LANE), 2: Level(STAGE_ALONE, ONE_LANE),
-          3: Level(DEFAULT_STAGE, 2048), 4: Level(DEFAULT_STAGE, 4096), 5: Level(DEFAULT_STAGE, 8192),
+          3: Level(DEFAULT_STAGE, 2048, "mini"), 4: Level(DEFAULT_STAGE, 4096, "mini"), 5: Level(DEFAULT_STAGE, 8192, "mini"),
           6: Level(DEFAULT_STAGE, 16384),
           7: Level(HEAVY_STAGE, 65536), 8: Level(HEAVY_STAGE, 262144), 9: Level(HEAVY_STAGE, ONE_LANE)}
 DEFAULT_LEVEL = 6
@@ -114,7 +118,8 @@ LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts t
               f"on a GPU up to {MAX_LANES}, none shorter than the level's or {MIN_LANE_GPU >> 10} KB, "
               "whichever is less).")
 LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone, no neural model (-1 its version "
-               "1 models), about 9x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower): "
+               "1 models), about 9x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower), "
+               "-3 .. -5 the small model mini (faster), -6 .. -9 the default one: "
                "-6 (the default) lanes of 16 KB or more, -7 .. -9 also the stage's heaviest models, -9 (--best) "
                f"one lane per block (on a GPU: up to {MAX_LANES} lanes, none shorter than the level's or "
                f"{MIN_LANE_GPU >> 10} KB, whichever is less).")

@@ -178,6 +178,41 @@ def test_every_bundled_model_decodes_with_defaults(text):
         assert shazip.decompress(blob) == text[:1500], name
 
 
+def test_each_level_codes_with_its_own_model_unless_one_is_named(text, tmp_path):
+    """A level's model (`Level.model_name`) is the one its archives record, from the API and the
+    command line alike, when no model is named; a named model overrides it; both decode with no
+    model named (the archive finds its model by id)."""
+    import io
+
+    import shazip
+    from click.testing import CliRunner
+
+    from shazip.cli import main
+    from shazip.format.listing import describe
+    from shazip.options import LEVELS
+    bundled = sorted(modelfile.bundled_index())
+    if len(bundled) < 2:
+        pytest.skip("fewer than two bundled models in this checkout")
+
+    def recorded(blob: bytes) -> str:
+        return describe(io.BytesIO(blob))[0]["model_id"]  # format 3 keeps the id's first 8 bytes
+
+    data = text[:2000]
+    first_level: dict[str, int] = {}
+    for n, lv in LEVELS.items():
+        if lv.model:
+            first_level.setdefault(lv.model_name, n)
+    for name, level in first_level.items():
+        blob = shazip.compress(data, level)
+        assert load_model(name).id_hex.startswith(recorded(blob)), (name, level)
+        assert shazip.decompress(blob) == data
+        (tmp_path / "in").write_bytes(data)
+        assert CliRunner().invoke(main, [f"-{level}", "-c", "-q", str(tmp_path / "in")]).stdout_bytes == blob
+        other = next(m for m in bundled if load_model(m).id_hex != load_model(name).id_hex)
+        named = shazip.compress(data, level, model=other)
+        assert load_model(other).id_hex.startswith(recorded(named)) and shazip.decompress(named) == data
+
+
 def test_a_users_own_model_is_found_by_name_and_by_the_archives_that_need_it(own_models_folder, trained,
                                                                            random_model_path, text, tmp_path):
     """`shazip models --add` keeps the model in the user's folder, never the package: --model NAME

@@ -23,7 +23,7 @@ from .runner import bench_suite as run_suite
 @click.option("--split", type=click.Choice(list(SPLITS)), default="all", show_default=True,
               help="enwik8's standard split: first 90M train, 5M valid, last 5M test.")
 @click.option("--limit", type=int, default=None, help="Only the first N bytes (of the split).")
-@click.option("--model", default="default", show_default=True, help="Bundled model name or model file.")
+@click.option("--model", help="Bundled model name or model file (default: the level's).")
 @click.option("--lanes", default=0, show_default=True, help="shazip's lanes per block (0: its automatic choice).")
 @click.option("--threads", default=1, show_default=True, help="CPU threads for shazip.")
 @click.option("--adapt", type=click.Choice(["cm", "none"]), default="cm", show_default=True,
@@ -34,7 +34,7 @@ from .runner import bench_suite as run_suite
               help="Folder for bench.json, bench.md and bench.png.")
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
               help="Also run the peers installed: zstd, xz, bzip2, gzip, brotli, zpaq, 7-Zip PPMd, paq8px.")
-def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, model: str, lanes: int,
+def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, model: str | None, lanes: int,
           threads: int, adapt: str, level: int, out: Path, baselines: bool) -> None:
     """Benchmark shazip beside the classic compressors. zstd, xz, bzip2, gzip, brotli, zpaq, 7-Zip
     PPMd and paq8px (those installed) on one file: sizes, speeds, memory, round trips, model cross-entropy and

@@ -215,7 +215,7 @@ def run_baseline(b: Baseline, src: Path, work: Path, n: int) -> Row | None:
 class Setup:
     """How the benchmark runs shazip (the command's options)."""
 
-    model: str = "default"
+    model: str | None = None  # None: the level's
     lanes: int = 0  # 0: the level's automatic choice
     threads: int = 1
     adapt: str = "cm"  # the adaptive stage, or "none": the model alone
@@ -225,8 +225,9 @@ class Setup:
 def run_shazip(src: Path, work: Path, n: int, setup: Setup) -> Row:
     """shazip compress (through the API, in its own process, to collect the cross-entropy)
     and `shazip decompress` (the command line), each timed end to end."""
+    from ..api import level_model
     from ..modelfile import load_model
-    model, lanes, threads, adapt = setup.model, setup.lanes, setup.threads, setup.adapt
+    model, lanes, threads, adapt = level_model(setup.level, setup.model), setup.lanes, setup.threads, setup.adapt
     loaded = load_model(model)
     arc, back, stats = work / "shazip.shz", work / "shazip.back", work / "shazip.stats.json"
     c = _measure([sys.executable, "-m", "shazip.bench", "_shazip", str(src), str(arc), str(stats),
