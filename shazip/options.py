@@ -95,7 +95,8 @@ DEFAULT_STAGE = ("word", "column", "nn", "match", "apm") + RECORDS + ("runs", "g
 HEAVY_STAGE = ("word", "column", "sparse", "nn", "match", "apm") + RECORDS + (
     "runs", "groups", "slow_final", "seed_sets") + HEAVY
 LEVELS = {1: Level(("word", "column", "sparse", "match", "apm"), ONE_LANE), 2: Level(STAGE_ALONE, ONE_LANE),
-          3: Level(DEFAULT_STAGE, 2048, "mini"), 4: Level(DEFAULT_STAGE, 4096, "mini"), 5: Level(DEFAULT_STAGE, 8192, "mini"),
+          3: Level(DEFAULT_STAGE, 2048, "mini"), 4: Level(DEFAULT_STAGE, 4096, "mini"),
+          5: Level(DEFAULT_STAGE, 8192, "mini"),
           6: Level(DEFAULT_STAGE, 16384),
           7: Level(HEAVY_STAGE, 65536), 8: Level(HEAVY_STAGE, 262144), 9: Level(HEAVY_STAGE, ONE_LANE)}
 DEFAULT_LEVEL = 6
@@ -117,10 +118,22 @@ LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts t
               f"most {DEFAULT_LANES} and none shorter than the level's (16 KB at -6, 4x that on repetitive text; "
               f"on a GPU up to {MAX_LANES}, none shorter than the level's or {MIN_LANE_GPU >> 10} KB, "
               "whichever is less).")
+def models_by_level() -> str:
+    """Which model codes at which levels, read from LEVELS: "-3 .. -5 mini, -6 .. -9 default"."""
+    runs: list[list] = []  # [first, last, model name]
+    for n, lv in LEVELS.items():
+        if not lv.model:
+            continue
+        if runs and runs[-1][2] == lv.model_name and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n, lv.model_name])
+    return ", ".join(f"-{a} .. -{b} {name}" if a != b else f"-{a} {name}" for a, b, name in runs)
+
+
 LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone, no neural model (-1 its version "
-               "1 models), about 9x faster; -3 .. -9 add the model, in ever longer lanes (smaller, slower), "
-               "-3 .. -5 the small model mini (faster), -6 .. -9 the default one: "
-               "-6 (the default) lanes of 16 KB or more, -7 .. -9 also the stage's heaviest models, -9 (--best) "
+               "1 models), about 9x faster; -3 .. -9 add a model (" + models_by_level() + "), in ever longer "
+               "lanes (smaller, slower): -6 (the default) lanes of 16 KB or more, -7 .. -9 also the stage's heaviest models, -9 (--best) "
                f"one lane per block (on a GPU: up to {MAX_LANES} lanes, none shorter than the level's or "
                f"{MIN_LANE_GPU >> 10} KB, whichever is less).")
 DEFAULT_BLOCK_SIZE = 2 << 20
