@@ -3,8 +3,10 @@
 A model's id is the sha256 of its file; archives record it, so a decoder can prove it holds
 the very weights the encoder used.
 
-Weights are float32, or (`save_model(..., int8=True)`, the shipped form, ~4x smaller) the
-matrices as int8 rows with a float32 scale each ("W.q8", "W.scale"). The integer engine takes
+Weights are float32, float16 (`save_model(..., weights="float16")`: half the size, for the
+training milestones that carry a run's float weights from one machine to the next; loaded as
+float32, exactly), or (`weights="int8"`, the shipped form, ~4x smaller) the matrices as int8
+rows with a float32 scale each ("W.q8", "W.scale"). The integer engine takes
 those integers as they are (`LoadedModel.int8_rows`); the float model gets them multiplied back
 in float32 (one IEEE rounding per weight, the same everywhere), and saving checks that
 quantizing those float weights per row gives back exactly the stored integers, so a float file
@@ -104,17 +106,27 @@ class LoadedModel:
         return self._made["torch"]
 
 
-def save_model(model: SHARNN, path: str | Path, name: str, info: dict | None = None, int8: bool = False) -> str:
+WEIGHTS = ("float32", "float16", "int8")  # how a model file may store its weights
+
+
+def save_model(model: SHARNN, path: str | Path, name: str, info: dict | None = None, weights: str = "float32") -> str:
     """Export: collapse the value gate, write weights atomically, return the sha256 hex id.
-    `int8`: the matrices the engine quantizes (all but the embedding, which also feeds the
-    first LayerNorm at 15 bits) are stored as int8 rows + float32 scales."""
+    `weights` (WEIGHTS): "int8" stores the matrices the engine quantizes (all but the
+    embedding, which also feeds the first LayerNorm at 15 bits) as int8 rows + float32 scales;
+    "float16" every weight rounded to half precision (a milestone, not a shipped model)."""
     from safetensors.torch import save as st_save
+    if weights not in WEIGHTS:
+        raise ValueError(f"unknown weights '{weights}' (choose {', '.join(WEIGHTS)})")
     model.collapse_vs()
     meta = {"format": FORMAT, "name": name, "config": json.dumps(model.cfg.to_dict()),
-            "info": json.dumps(info or {}), "weights": "int8" if int8 else "float32"}
+            "info": json.dumps(info or {}), "weights": weights}
     tensors = {k: v.detach().float().contiguous() for k, v in model.state_dict().items()}
-    if int8:
+    if weights == "int8":
         tensors = _pack_int8(tensors)
+    elif weights == "float16":
+        if any(bool((v.abs() > 65504).any()) for v in tensors.values()):
+            raise ModelError(f"{path}: a weight beyond float16's range: keep this model in float32")
+        tensors = {k: v.half() for k, v in tensors.items()}
     blob = st_save(tensors, metadata=meta)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,11 +168,11 @@ def _unpack_int8(tensors: dict[str, np.ndarray]) -> tuple[dict, dict]:
             out[base] = v.astype("float32") * scale[:, None]  # one float32 product each, as torch's
             rows[base] = (v, scale)
         else:
-            out[k] = v
+            out[k] = v.astype("float32", copy=False)  # float16 widens exactly
     return out, rows
 
 
-_DTYPES = {"F32": "<f4", "I8": "i1"}  # the types `_check_tensors` lets through
+_DTYPES = {"F32": "<f4", "F16": "<f2", "I8": "i1"}  # the types `_check_tensors` lets through
 
 
 def _read_tensors(blob: bytes, where: str) -> tuple[dict, dict]:
@@ -197,8 +209,9 @@ def _invalid(where: str, e: Exception) -> ModelError:
 
 
 def _check_tensors(header: dict, cfg: Config, where: str) -> None:
-    """Every tensor's name, type and shape, from the JSON header alone: float32 tensors, or int8
-    matrices ("W.q8") with a float32 scale per row ("W.scale"), as the config's model has them."""
+    """Every tensor's name, type and shape, from the JSON header alone: float32 (or all float16)
+    tensors, or int8 matrices ("W.q8") with a float32 scale per row ("W.scale"), as the config's
+    model has them."""
     entries = {k: v for k, v in header.items() if k != "__metadata__"}
     got, types = {}, set()
     for k, v in entries.items():
@@ -218,8 +231,8 @@ def _check_tensors(header: dict, cfg: Config, where: str) -> None:
     if got != expected:
         wrong = sorted(set(got) ^ set(expected)) or [k for k in expected if got[k] != expected[k]]
         raise ModelError(f"{where}: invalid model file (tensors do not match its config: {wrong[0]})")
-    if types - {"F32"}:
-        raise ModelError(f"{where}: invalid model file (weights that are not float32)")
+    if types - {"F32"} and types != {"F16"}:
+        raise ModelError(f"{where}: invalid model file (weights that are neither float32 nor all float16)")
 
 
 def _write_atomic(path: Path, blob: bytes) -> None:

@@ -6,6 +6,7 @@ import json
 import pickle
 import struct
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load as st_load
@@ -100,7 +101,7 @@ def test_int8_export_is_smaller_and_gives_the_engine_the_same_integers(tmp_path,
     from shazip import quant
     from shazip.format.container import Method
     modelfile.save_model(trained.model, tmp_path / "f.safetensors", "t")
-    modelfile.save_model(trained.model, tmp_path / "q.safetensors", "t", int8=True)
+    modelfile.save_model(trained.model, tmp_path / "q.safetensors", "t", weights="int8")
     f, q = load_model(tmp_path / "f.safetensors"), load_model(tmp_path / "q.safetensors")
     assert (tmp_path / "q.safetensors").stat().st_size < 0.5 * (tmp_path / "f.safetensors").stat().st_size
     assert not f.int8_rows and sorted(q.int8_rows) == sorted(
@@ -125,8 +126,28 @@ def test_int8_export_is_smaller_and_gives_the_engine_the_same_integers(tmp_path,
     assert meta["weights"] == "int8" and tensors["blocks.0.boom.up.weight.q8"].dtype == torch.int8
 
 
+def test_float16_milestone_loads_as_the_rounded_weights(tmp_path, trained):
+    """A milestone (weights="float16", half the float file) loads as float32 holding exactly each
+    weight rounded to half precision, and trains on (--init takes it); a file mixing float16 and
+    float32 tensors is refused."""
+    modelfile.save_model(trained.model, tmp_path / "f.safetensors", "t")
+    modelfile.save_model(trained.model, tmp_path / "h.safetensors", "t", {"bytes_seen": 5}, weights="float16")
+    h = load_model(tmp_path / "h.safetensors")
+    assert (tmp_path / "h.safetensors").stat().st_size < 0.55 * (tmp_path / "f.safetensors").stat().st_size
+    assert h.info == {"bytes_seen": 5}
+    for k, v in trained.model.state_dict().items():
+        assert h.params[k].dtype == np.float32 and np.array_equal(h.params[k], v.half().float().numpy())
+    meta, tensors = _parts(tmp_path / "h.safetensors")
+    assert meta["weights"] == "float16"
+    key = next(iter(tensors))
+    tensors[key] = tensors[key].float()
+    (tmp_path / "m").write_bytes(st_save(tensors, metadata=meta))
+    with pytest.raises(ModelError, match="neither float32 nor all float16"):
+        load_model(tmp_path / "m")
+
+
 def test_bad_int8_tensors_are_refused(tmp_path, trained):
-    modelfile.save_model(trained.model, tmp_path / "q.safetensors", "t", int8=True)
+    modelfile.save_model(trained.model, tmp_path / "q.safetensors", "t", weights="int8")
     meta, tensors = _parts(tmp_path / "q.safetensors")
     key = next(k for k in tensors if k.endswith(".scale"))
     tensors[key] = tensors[key][:-1].clone()

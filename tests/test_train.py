@@ -35,7 +35,8 @@ from shazip.cli import main
 from shazip.format.container import ArchiveReader, Method
 from shazip.modelfile import load_model
 from shazip.train import checkpoint as pieces
-from shazip.train.trainer import TrainArgs, lr_at, train
+from shazip.train.data import ByteStreams, Corpus
+from shazip.train.trainer import TrainArgs, evaluate, lr_at, scaled_for_batch, train
 
 from shazip.testing import lanes_of, run
 
@@ -650,3 +651,74 @@ def test_fine_tune_an_existing_model(tmp_path, text, trained):
     before = len(shazip.compress(sample, model=trained, adapt="none", methods=frozenset({Method.MODEL})))
     after = len(shazip.compress(sample, model=tuned, adapt="none", methods=frozenset({Method.MODEL})))
     assert after < before, (before, after, records[-1])
+
+
+# ---------------------------------------------------------------- a lend's run: resident data, snapshots, batch scaling
+
+
+def test_resident_streams_give_the_same_batches(text):
+    """On a GPU the streams are copied to the device once and sliced there; the batches (and the
+    wrap) are the ones read from the corpus each step."""
+    corpus = Corpus([str(FIXTURE)])
+    read = ByteStreams(corpus, 0, len(corpus) - VALID, 6, first_stream=6, total_streams=12)
+    resident = ByteStreams(corpus, 0, len(corpus) - VALID, 6, first_stream=6, total_streams=12, resident=True)
+    for seq_len in [31, 5, 64, 200, 200, 200, 33] * 8:
+        (a, wa), (b, wb) = read.next_batch(seq_len), resident.next_batch(seq_len)
+        assert wa == wb and a.dtype == b.dtype == torch.int64 and torch.equal(a, b)
+    assert read.pos == resident.pos
+
+
+def test_snapshot_without_checkpoint_leaves_the_weights_of_every_minute(tmp_path):
+    """--no-checkpoint --snapshot DIR: no checkpoint is written, yet DIR holds the float export and
+    the metrics after each periodic save (what a lend cut short returns) and after the end."""
+    out, snap = tmp_path / "run", tmp_path / "snap"
+    train(targs(out, steps=6, log_every=2, checkpoint=False, snapshot=str(snap), checkpoint_minutes=0))
+    assert not pieces.exists(out) and not list(out.glob("checkpoint*"))
+    assert (snap / "run.safetensors").read_bytes() == (out / "run.safetensors").read_bytes()
+    assert (snap / "metrics.jsonl").read_text() == (out / "metrics.jsonl").read_text()
+    info = load_model(snap / "run.safetensors").info
+    assert info["steps"] == 6 and info["batch"] == 8 and info["device"] == "cpu"
+
+
+def test_snapshot_is_written_before_the_run_ends(tmp_path, monkeypatch):
+    """A run killed from outside after its first periodic save: the snapshot is already there."""
+    from shazip.train import trainer
+    seen = []
+    real = trainer.export
+
+    def spy(model, path, *a, **kw):
+        digest = real(model, path, *a, **kw)
+        seen.append((Path(path).parent.name, load_model(path).info["steps"]))
+        return digest
+
+    monkeypatch.setattr(trainer, "export", spy)
+    train(targs(tmp_path / "run", steps=3, checkpoint=False, snapshot=str(tmp_path / "snap"), checkpoint_minutes=0))
+    assert ("snap", 1) in seen and ("snap", 2) in seen  # every step's save, as the minute's would
+
+
+def test_error_resume_without_checkpointing(tmp_path):
+    r = cli("train", FIXTURE, "--config", "tiny", "--out", tmp_path / "o", "--valid-bytes", VALID,
+            "--steps", 2, "--no-checkpoint", "--resume", "--threads", 1)
+    assert_fails(r, "--resume needs a checkpoint")
+
+
+def test_ref_batch_scales_the_rate_and_warm_up(tmp_path):
+    assert scaled_for_batch(2e-3, 300, 256, 256) == (2e-3, 300)
+    lr, warmup = scaled_for_batch(2e-3, 300, 4096, 256)
+    assert lr == pytest.approx(8e-3) and warmup == 75
+    out = tmp_path / "r"
+    train(targs(out, steps=8, log_every=1, batch=8, ref_batch=32, lr=4e-3, warmup=4))
+    lrs = [r["lr"] for r in metrics(out) if "lr" in r]
+    assert lrs[:3] == pytest.approx([2e-3 / 8 * k for k in (1, 2, 3)])  # half the rate, warm-up 8 steps
+    assert lrs[-1] == pytest.approx(2e-3)
+
+
+def test_eval_bytes_judges_a_fixed_slice(tmp_path):
+    """--eval-bytes N: every held-out figure, the final one too, is over the first N held-out bytes."""
+    out = tmp_path / "e"
+    record = train(targs(out, steps=4, eval_every=2, eval_bytes=1000))
+    model = load_model(out / "e.safetensors").model
+    corpus = Corpus([str(FIXTURE)])
+    lo = len(corpus) - VALID
+    assert record["valid_bpc"] == pytest.approx(evaluate(model, corpus, lo, lo + 1000, 32), abs=1e-4)
+    assert record["valid_bpc"] != pytest.approx(evaluate(model, corpus, lo, len(corpus), 32), abs=1e-4)

@@ -6,7 +6,9 @@ corpus therefore trains with the page cache, not with copies in the Python heap.
 
 `ByteStreams` cuts the training part of the corpus into B contiguous streams read in lockstep
 (truncated BPTT: stream b at step t continues where it stopped at step t-1), which is how the
-SHA-RNN reference batches text; the last `valid_bytes` of the corpus are held out.
+SHA-RNN reference batches text; the last `valid_bytes` of the corpus are held out. On a GPU the
+streams are made resident: copied to the card once, so that a batch is a slice there and a step
+never waits on the host for its bytes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from ..errors import UsageError
 
@@ -108,7 +111,9 @@ class ByteStreams:
 
     Each stream is a slice of length `span`; a batch is bytes [pos, pos+T+1) of every stream
     (inputs and the next-byte targets). When a segment would run past the end of the slices,
-    `pos` wraps to 0 and the caller resets the carried state (a new pass begins).
+    `pos` wraps to 0 and the caller resets the carried state (a new pass begins). Batches are
+    int64 tensors on `device`; with `resident`, this rank's streams ([n_streams, span] bytes) are
+    copied there once and each batch is sliced from them.
     """
 
     corpus: Corpus
@@ -118,20 +123,34 @@ class ByteStreams:
     first_stream: int = 0  # for data-parallel ranks: which of the global streams are ours
     total_streams: int | None = None
     pos: int = 0
+    device: torch.device = torch.device("cpu")
+    resident: bool = False
+
+    def __post_init__(self) -> None:
+        self._rows: torch.Tensor | None = None
+        if self.resident:
+            span = self.span
+            starts = [self.lo + (self.first_stream + b) * span for b in range(self.n_streams)]
+            rows = np.stack([self.corpus.read(r, r + span) for r in starts])
+            self._rows = torch.from_numpy(rows).to(self.device)
 
     @property
     def span(self) -> int:
         return (self.hi - self.lo) // (self.total_streams or self.n_streams)
 
-    def next_batch(self, seq_len: int) -> tuple[np.ndarray, bool]:
-        """Returns ([n_streams, seq_len + 1] bytes, wrapped) and advances by seq_len."""
+    def next_batch(self, seq_len: int) -> tuple[torch.Tensor, bool]:
+        """Returns ([n_streams, seq_len + 1] bytes as int64 on `device`, wrapped) and advances by seq_len."""
         if seq_len + 1 > self.span:
             raise UsageError(f"corpus too short: {self.hi - self.lo} bytes cannot feed "
                              f"{self.total_streams or self.n_streams} streams of {seq_len + 1} bytes")
         wrapped = self.pos + seq_len + 1 > self.span
         if wrapped:
             self.pos = 0
-        rows = [self.lo + (self.first_stream + b) * self.span + self.pos for b in range(self.n_streams)]
-        batch = np.stack([self.corpus.read(r, r + seq_len + 1) for r in rows])
+        if self._rows is not None:
+            batch = self._rows[:, self.pos:self.pos + seq_len + 1].long()
+        else:
+            rows = [self.lo + (self.first_stream + b) * self.span + self.pos for b in range(self.n_streams)]
+            batch = torch.from_numpy(np.stack([self.corpus.read(r, r + seq_len + 1) for r in rows]).astype(np.int64))
+            batch = batch.to(self.device, non_blocking=True)
         self.pos += seq_len
         return batch, wrapped

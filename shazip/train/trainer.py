@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import signal
 import sys
 import time
@@ -63,6 +64,7 @@ class TrainArgs:
     bptt: int = 128
     lr: float = 2e-3
     warmup: int = 200
+    ref_batch: int | None = None  # --lr and --warmup are for this many streams in all (scaled to --batch)
     clip: float = 0.25
     optimizer: str = "lamb"
     weight_decay: float = 0.0
@@ -76,8 +78,13 @@ class TrainArgs:
     int8: bool = False
     minutes: float | None = None
     checkpoint_minutes: float = 5.0
+    checkpoint: bool = True  # False: no checkpoint at all (a lend's run, or the sweep's trials)
     eval_every: int = 500
+    eval_minutes: float | None = None
+    eval_bytes: int | None = None  # None: all the held-out bytes at every evaluation
     log_every: int = 20
+    snapshot: str | None = None
+    compile: bool = False
     threads: int | None = None
     device: str = "auto"
     bf16: bool | None = None  # None: on where the device is a GPU
@@ -101,26 +108,35 @@ def bits_per_byte(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def evaluate(model: SHARNN, corpus: Corpus, lo: int, hi: int, bptt: int, streams: int = 16) -> float:
-    """bits/byte over bytes [lo, hi) read as `streams` contiguous streams (memory carried)."""
+    """bits/byte over bytes [lo, hi) read as `streams` contiguous streams (memory carried); the
+    sum stays on the device until the end, so a GPU evaluates without a wait a segment."""
     model.eval()
     streams = max(1, min(streams, (hi - lo) // (bptt + 1)))
-    data = ByteStreams(corpus, lo, hi, streams)
     device = model.embed.weight.device
-    state, total, count = model.init_state(streams, device), 0.0, 0
+    data = ByteStreams(corpus, lo, hi, streams, device=device)
+    state, total, count = model.init_state(streams, device), torch.zeros((), dtype=torch.float64, device=device), 0
     while data.pos + bptt + 1 <= data.span:
-        batch, _ = data.next_batch(bptt)
-        x = torch.from_numpy(batch.astype(np.int64)).to(device)
+        x, _ = data.next_batch(bptt)
         logits, state = model(x[:, :-1], state)
-        total += bits_per_byte(logits, x[:, 1:]).item() * x[:, 1:].numel()
+        total += bits_per_byte(logits, x[:, 1:]).double() * x[:, 1:].numel()
         count += x[:, 1:].numel()
     model.train()
-    return total / max(count, 1)
+    return float(total) / max(count, 1)
 
 
 def corpus_identity(paths, corpus: Corpus) -> list[list]:
     """Each corpus file's name and (decompressed) size: what a resume must find again. Not the
     path: a run checkpointed on a GPU machine resumes here with its texts in another folder."""
     return [[Path(p).name, len(part)] for p, part in zip(paths, corpus.parts)]
+
+
+def scaled_for_batch(lr: float, warmup: int, batch: int, ref_batch: int) -> tuple[float, int]:
+    """The learning rate and warm-up for `batch` streams from those tuned for `ref_batch`: the
+    rate by the square root of the ratio (LAMB's rule, You et al. 2019: the gradient's noise
+    falls as the square root of the batch) and the warm-up steps by its inverse, so a larger
+    batch warms up over fewer steps but more bytes (benchmarks/batch_study.py measures it)."""
+    k = batch / ref_batch
+    return lr * math.sqrt(k), max(1, round(warmup / math.sqrt(k)))
 
 
 def lr_at(args: TrainArgs, step: int) -> float:
@@ -131,6 +147,15 @@ def lr_at(args: TrainArgs, step: int) -> float:
     if args.cooldown and args.steps is not None:
         lr *= min(1.0, (args.steps - step) / args.cooldown)
     return lr
+
+
+def export(model: SHARNN, path: Path, name: str, info: dict, weights: str) -> str:
+    """Writes the model as shipped (the value gate collapsed, on a copy: training goes on) to
+    `path`, atomically; returns its sha256."""
+    shipped = SHARNN(model.cfg)
+    shipped.load_state_dict(model.state_dict())
+    shipped.collapse_vs()
+    return save_model(shipped, path, name, {"params": shipped.num_params(), **info}, weights=weights)
 
 
 class Stop:
@@ -208,6 +233,11 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         out.mkdir(parents=True, exist_ok=True)
 
     # --- data: the last valid_bytes are held out, never trained on
+    if args.ref_batch is not None:
+        if args.ref_batch < 1:
+            raise UsageError("--ref-batch must be >= 1")
+        lr, warmup = scaled_for_batch(args.lr, args.warmup, args.batch * world, args.ref_batch)
+        args = replace(args, lr=lr, warmup=warmup, ref_batch=None)
     if args.qat_steps and args.steps is None:
         raise UsageError("--qat-steps needs --steps (QAT is the last N of them)")
     if args.qat_steps < 0:
@@ -229,7 +259,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
                          f"{max(train_hi, 0):,} for training, and --batch {args.batch} streams of one --bptt "
                          f"segment need {(args.bptt + 21) * args.batch * world:,}")
     streams = ByteStreams(corpus, 0, train_hi, args.batch, first_stream=rank * args.batch,
-                          total_streams=args.batch * world)
+                          total_streams=args.batch * world, device=device, resident=device.type == "cuda")
+    valid_hi = len(corpus) if args.eval_bytes is None else min(len(corpus), train_hi + args.eval_bytes)
 
     # --- model and optimizer
     overrides = {} if args.dropout is None else {"dropout": args.dropout, "dropout_in": args.dropout}
@@ -253,6 +284,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
     step, bytes_seen, state = 0, 0, model.init_state(args.batch, device)
 
     if args.resume:
+        if not args.checkpoint:
+            raise UsageError("--resume needs a checkpoint: drop --no-checkpoint")
         if not pieces.exists(out):
             raise UsageError(f"--resume: no checkpoint in {out} ({pieces.MANIFEST})")
         ck = pieces.load(out, device)
@@ -273,6 +306,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         raise UsageError(f"{out} already holds a checkpoint: pass --resume to continue it or choose another --out")
 
     net = torch.nn.parallel.DistributedDataParallel(model) if ddp else model
+    if args.compile:  # segments vary in length (the jitter): one graph for all of them
+        net = torch.compile(net, dynamic=True)
     metrics = open(out / "metrics.jsonl", "a") if rank == 0 else None
     stop.install()
     if rank == 0 and args.progress:
@@ -282,26 +317,41 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
               f"{' (bf16 autocast)' if bf16 else ''}, from step {step}, until "
               f"{until or 'Ctrl-C (no --steps or --minutes)'}; {args.valid_bytes:,} bytes held out",
               file=sys.stderr, flush=True)
-    t_start = t_ckpt = t_log = time.time()
+    t_start = t_ckpt = t_log = t_eval = time.time()
+    name = args.name or out.name
+    snapshot = Path(args.snapshot) if args.snapshot else None
+    if rank == 0 and snapshot is not None:
+        snapshot.mkdir(parents=True, exist_ok=True)
     log_bits, log_bytes = 0.0, 0
     record: dict = {}
 
+    def export_info() -> dict:
+        return {"bytes_seen": bytes_seen, "steps": step, **({"bytes_seen_before": seen_before} if seen_before else {}),
+                "config_name": args.config, "batch": args.batch * world, "bptt": args.bptt,
+                "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+                "train_seconds": round(time.time() - t_start, 1)}
+
     def checkpoint() -> None:
-        carried = [[h for h, _ in state.hidden], [c for _, c in state.hidden], state.mem]
-        carried = [[t.cpu() for t in carried[0]], [t.cpu() for t in carried[1]], carried[2].cpu()]
-        gathered = [None] * world
-        if ddp:
-            dist.all_gather_object(gathered, carried)
-        else:
-            gathered = [carried]
-        if rank == 0:
-            pieces.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "config": cfg.to_dict(),
-                         "batch": args.batch, "world": world, "corpus": corpus_identity(args.corpus, corpus),
-                         "valid_bytes": args.valid_bytes, "step": step, "bytes_seen": bytes_seen,
-                         "data_pos": streams.pos, "numpy_rng": rng.bit_generator.state,
-                         "torch_rng": torch.get_rng_state(),
-                         "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                         "carried": gathered, "args": asdict(args)}, out)
+        if args.checkpoint:
+            carried = [[h for h, _ in state.hidden], [c for _, c in state.hidden], state.mem]
+            carried = [[t.cpu() for t in carried[0]], [t.cpu() for t in carried[1]], carried[2].cpu()]
+            gathered = [None] * world
+            if ddp:
+                dist.all_gather_object(gathered, carried)
+            else:
+                gathered = [carried]
+            if rank == 0:
+                pieces.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "config": cfg.to_dict(),
+                             "batch": args.batch, "world": world, "corpus": corpus_identity(args.corpus, corpus),
+                             "valid_bytes": args.valid_bytes, "step": step, "bytes_seen": bytes_seen,
+                             "data_pos": streams.pos, "numpy_rng": rng.bit_generator.state,
+                             "torch_rng": torch.get_rng_state(),
+                             "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                             "carried": gathered, "args": asdict(args)}, out)
+        if rank == 0 and snapshot is not None:  # what a run killed from outside still leaves: its last weights
+            export(model, snapshot / f"{name}.safetensors", name, export_info(), "float32")
+            metrics.flush()
+            shutil.copyfile(out / "metrics.jsonl", snapshot / "metrics.jsonl")
 
     def agreed(flag: bool) -> bool:
         """True on every rank if true on any: ranks must take collective paths together."""
@@ -321,7 +371,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
 
     if rank == 0 and args.init is not None and not args.resume:  # a fine-tune's "before"
         record = {"step": 0, "bytes_seen": 0, "time": 0.0,
-                  "valid_bpc": round(evaluate(model, corpus, train_hi, len(corpus), args.bptt), 4)}
+                  "valid_bpc": round(evaluate(model, corpus, train_hi, valid_hi, args.bptt), 4)}
         metrics.write(json.dumps(record) + "\n")
         metrics.flush()
         if args.progress:
@@ -331,10 +381,9 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
     while not should_stop():
         model.set_qat(qat_now())
         seq_len = seq_len_jitter(rng, args.bptt)
-        batch, wrapped = streams.next_batch(seq_len)
+        x, wrapped = streams.next_batch(seq_len)
         if wrapped:
             state = model.init_state(args.batch, device)
-        x = torch.from_numpy(batch.astype(np.int64)).to(device)
         for g in opt.param_groups:
             g["lr"] = lr_at(args, step)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
@@ -351,13 +400,16 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
         log_bytes += seq_len * args.batch
 
         now = time.time()
-        if rank == 0 and (step % args.log_every == 0 or step % args.eval_every == 0):
+        eval_now = step % args.eval_every == 0 or (args.eval_minutes is not None
+                                                    and agreed(now - t_eval >= 60 * args.eval_minutes))
+        if rank == 0 and (step % args.log_every == 0 or eval_now):
             record = {"step": step, "bytes_seen": bytes_seen, "train_bpc": round(float(log_bits) / log_bytes, 4),
                       **({"qat": True} if model.qat else {}),
                       "bytes_per_s": round(log_bytes * world / (now - t_log), 1), "lr": lr_at(args, step - 1),
                       "time": round(now - t_start, 1)}
-            if step % args.eval_every == 0:
-                record["valid_bpc"] = round(evaluate(model, corpus, train_hi, len(corpus), args.bptt), 4)
+            if eval_now:
+                record["valid_bpc"] = round(evaluate(model, corpus, train_hi, valid_hi, args.bptt), 4)
+                t_eval = time.time()
             metrics.write(json.dumps(record) + "\n")
             metrics.flush()
             if args.progress:
@@ -372,21 +424,17 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
     checkpoint()
     if rank == 0:
         final = {"step": step, "bytes_seen": bytes_seen, **({"qat": True} if model.qat else {}),
-                 "valid_bpc": round(evaluate(model, corpus, train_hi, len(corpus), args.bptt), 4),
+                 "valid_bpc": round(evaluate(model, corpus, train_hi, valid_hi, args.bptt), 4),
                  "time": round(time.time() - t_start, 1), "final": True}
         metrics.write(json.dumps(final) + "\n")
         metrics.close()
-        name = args.name or out.name
-        export = SHARNN(model.cfg)
-        export.load_state_dict(model.state_dict())
-        export.collapse_vs()  # params as shipped: the value gate is a constant
-        info = {"params": export.num_params(), "bytes_seen": bytes_seen, "steps": step,
-                **({"bytes_seen_before": seen_before} if seen_before else {}),
-                "valid_bpc": final["valid_bpc"], "config_name": args.config,
-                "qat_steps": args.qat_steps if model.qat else 0,
+        info = {**export_info(), "valid_bpc": final["valid_bpc"], "qat_steps": args.qat_steps if model.qat else 0,
                 "cooldown_steps": args.cooldown if args.steps is not None and step >= args.steps else 0}
         kept = _keep_earlier_export(out / f"{name}.safetensors")
-        digest = save_model(export, out / f"{name}.safetensors", name, info, int8=args.int8)
+        digest = export(model, out / f"{name}.safetensors", name, info, "int8" if args.int8 else "float32")
+        if snapshot is not None:
+            shutil.copyfile(out / f"{name}.safetensors", snapshot / f"{name}.safetensors")
+            shutil.copyfile(out / "metrics.jsonl", snapshot / "metrics.jsonl")
         if kept is not None and kept.name.endswith(f"-{digest[:12]}.safetensors"):
             kept.unlink()  # the same weights again: nothing earlier to keep
             kept = None
@@ -415,6 +463,9 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
 @click.option("--bptt", default=128, show_default=True, help="Mean segment length (bytes).")
 @click.option("--lr", default=2e-3, show_default=True, help="Learning rate after the warm-up.")
 @click.option("--warmup", default=200, show_default=True, help="Linear warm-up steps.")
+@click.option("--ref-batch", type=int, default=None,
+              help="--lr and --warmup are tuned for this many streams in all: scale them to --batch "
+                   "(the rate by the square root of the ratio, the warm-up steps by its inverse).")
 @click.option("--clip", default=0.25, show_default=True, help="Gradient norm clip.")
 @click.option("--optimizer", type=click.Choice(["lamb", "adamw"]), default="lamb", show_default=True)
 @click.option("--weight-decay", default=0.0, show_default=True, help="Decoupled weight decay.")
@@ -433,8 +484,21 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
               help="Decay the learning rate linearly over the last N of --steps.")
 @click.option("--int8", is_flag=True, help="Export the matrices as int8 rows + scales (the shipped form, ~4x smaller).")
 @click.option("--minutes", type=float, default=None, help="Stop after this much wall time (this run).")
-@click.option("--checkpoint-minutes", default=5.0, show_default=True, help="Save the checkpoint this often.")
+@click.option("--checkpoint-minutes", default=5.0, show_default=True,
+              help="Save the checkpoint (and the --snapshot) this often.")
+@click.option("--checkpoint/--no-checkpoint", default=True, show_default=True,
+              help="--no-checkpoint: none is written (a run on a lent machine, whose checkpoint would not "
+                   "come back; its --snapshot is what the next run continues from).")
 @click.option("--eval-every", default=500, show_default=True, help="Validation every N steps.")
+@click.option("--eval-minutes", type=float, default=None,
+              help="Also validate when this much wall time has passed since the last validation.")
+@click.option("--eval-bytes", type=int, default=None,
+              help="Validate on the first N held-out bytes only (a fixed slice); the final figure too "
+                   "[default: all of --valid-bytes].")
+@click.option("--snapshot", default=None, type=click.Path(file_okay=False),
+              help="Also write the float export NAME.safetensors and metrics.jsonl here at every checkpoint "
+                   "(a run killed from outside leaves its last weights there).")
+@click.option("--compile", is_flag=True, help="torch.compile the model for training (dynamic segment lengths).")
 @click.option("--log-every", default=20, show_default=True, help="Log training bits/byte every N steps.")
 @click.option("--threads", type=int, default=None, help="torch CPU threads.")
 @click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
