@@ -30,7 +30,8 @@ import click
 
 from . import __version__
 from .codec.frames import declared_size
-from .errors import ArchiveError, CorruptArchive, FileTrouble, OutputExists, ShazipError, Skipped, UsageError
+from .errors import (ArchiveError, CorruptArchive, FileTrouble, InputChanged, OutputExists, ShazipError, Skipped,
+                     UsageError)
 from .format.listing import describe
 from .options import (ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LEVEL, DEVICES, ENGINE_CHOICES,
                       FRAME_HELP, LANES_HELP, LEVELS_HELP)
@@ -463,11 +464,42 @@ def compress_file(file: str, dest: str | None, force: bool, remove: bool, bar: b
     from .modelfile import load_model
     loaded = load_model(level_model(coding["level"], coding["model"]))  # before creating any output: a missing model leaves nothing behind
     with _input(file, force) as src, _output(dest, force, None if file == "-" else file) as dst:
+        before = _identity(file, src)
         progress = ProgressBar(_size(file), _named(file), bar, lambda: dst.written)
-        compress_stream(src, dst, loaded, progress=progress, **{k: v for k, v in coding.items() if k != "model"})
+        read = compress_stream(src, dst, loaded, progress=progress, **{k: v for k, v in coding.items() if k != "model"})
         progress.close()
+    _unchanged(file, before, read)
     if remove and file != "-" and dest is not None:
         os.unlink(file)
+
+
+def _identity(path: str, f: BinaryIO) -> os.stat_result | None:
+    """The input's state as it is opened (None: standard input, or not a regular file, whose
+    size means nothing)."""
+    if path == "-":
+        return None
+    st = os.fstat(f.fileno())
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _unchanged(path: str, before: os.stat_result | None, read: int | None) -> None:
+    """Raises InputChanged if the file at `path` is no longer the one opened as `before` or its
+    bytes changed while they were read: its size, inode or modification time differ, or it
+    does not hold `read` bytes (None: not counted). The output, already written, holds exactly
+    what was read; the caller has not removed the input."""
+    if before is None:
+        return
+    try:
+        now = os.stat(path)
+    except OSError:
+        now = None
+    same = (now is not None and (now.st_ino, now.st_dev, now.st_size, now.st_mtime_ns) ==
+            (before.st_ino, before.st_dev, before.st_size, before.st_mtime_ns) and read in (None, now.st_size))
+    if not same:
+        what = "is gone" if now is None else f"now holds {now.st_size:,} bytes"
+        counted = f"{read:,} bytes were read" if read is not None else f"{before.st_size:,} bytes at the start"
+        raise InputChanged(f"{path}: changed while it was read ({counted}, the file {what}); "
+                           f"the output holds what was read and the input is kept")
 
 
 def _on_cluster(scheduler: str, file: str, dest: str | None, force: bool, coding: dict | None, model: str | None,
@@ -728,6 +760,7 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, bar:
     out = contextlib.nullcontext(_Discard()) if test else _output(dest, force, None if file == "-" else file)
     lost = []
     with _input(file, force) as src, out as dst:
+        before = _identity(file, src)
         progress = ProgressBar(declared_size(src), _named(file), bar)
         try:
             if recover:
@@ -737,6 +770,7 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, bar:
         except ArchiveError as e:  # name the user's file: "f.shz: archive is truncated"
             raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
         progress.close()
+    _unchanged(file, before, None)
     for i, x in enumerate(lost):  # the output is complete with what could be saved
         line = (f"{file}: lost archive bytes {x.start}-{x.end} (output from byte {x.output_at} on is missing data "
                 f"there): {x.reason}")

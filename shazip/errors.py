@@ -64,6 +64,14 @@ class Skipped(ShazipError):
     exit_code = 2
 
 
+class InputChanged(ShazipError):
+    """An input that changed while it was read (appended to, cut, rewritten): the output holds
+    exactly the bytes read, and the input is kept even under --rm; a warning (exit status 2), as
+    gzip's "file size changed while zipping"."""
+
+    exit_code = 2
+
+
 class UsageError(ShazipError):
     """Bad arguments or input file problems (missing file, unreadable)."""
 
