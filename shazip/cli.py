@@ -1,26 +1,28 @@
 """The `shazip` command: compress, decompress, info, models; train and bench (tools, imported
 only when their command runs).
 
-Outputs go to a temporary file beside the destination and are renamed into place only after
-the whole archive was written (or every block decoded and verified); on any error, Ctrl-C or
-SIGTERM the temporary file is removed and the input is left untouched. Errors are one line on
+Outputs go to a temporary file beside the destination (NAME.PID.tmp) and are renamed into place
+only after the whole archive was written (or every block decoded and verified); on any error,
+Ctrl-C or SIGTERM the temporary file is removed and the input is left untouched. One that a
+killed run left (SIGKILL, a power cut) is named by the next run for that destination. Errors are one line on
 stderr with a non-zero exit code (130 after SIGINT, 128 + N after SIGTERM, SIGHUP or SIGQUIT).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import io
 import itertools
 import json
 import logging
 import os
+import re
 import select
 import signal
 import stat
 import sys
-import tempfile
 import time
 from concurrent.futures import CancelledError
 from pathlib import Path
@@ -223,11 +225,12 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
     if os.path.lexists(dest) and not force:
         raise OutputExists(f"{path}: already exists (use -f to overwrite)")
     src = os.stat(like) if like is not None else None
+    _leftovers(dest, force)
     tmp = None
     try:
         with _signals_held():
             try:
-                fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+                fd, tmp = _temporary(dest)
             except OSError as e:
                 raise FileTrouble(f"{path}: cannot write ({e.strerror})") from None
         with os.fdopen(fd, "wb") as f:
@@ -256,6 +259,52 @@ def _output(path: str | None, force: bool, like: str | None = None) -> Iterator[
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _temporary_name(dest: Path, pid: int) -> Path:
+    """Where the run of process `pid` writes `dest` until it is complete: NAME.PID.tmp beside it."""
+    return dest.with_name(f"{dest.name}.{pid}.tmp")
+
+
+def _temporary(dest: Path) -> tuple[int, str]:
+    """Creates this process's temporary file for `dest` (mode 0600, never an existing file: one
+    of that name is a leftover of an ended run whose process id this one now has)."""
+    tmp = _temporary_name(dest, os.getpid())
+    for _ in range(2):
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), str(tmp)
+        except FileExistsError:
+            tmp.unlink(missing_ok=True)
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(tmp))
+
+
+def _leftovers(dest: Path, force: bool) -> None:
+    """Says which temporary files of `dest` were left by runs that ended without cleaning up
+    (SIGKILL, a power cut: their process is gone); -f removes them."""
+    pattern = re.compile(re.escape(dest.name) + r"\.([0-9]+)\.tmp")
+    try:
+        names = os.listdir(dest.parent or ".")
+    except OSError:
+        return
+    for name in names:
+        m = pattern.fullmatch(name)
+        if not m or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
+            continue
+        left = dest.with_name(name)
+        if force:
+            left.unlink(missing_ok=True)
+        click.echo(f"shazip: {shown(str(left))}: an unfinished output of an ended run (process {m.group(1)}), "
+                   + ("removed" if force else "left in place (-f removes it)"), err=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
 
 
 def _bound_heap() -> None:

@@ -121,3 +121,34 @@ def test_an_archive_changed_while_decompressed_is_kept(tmp_path, monkeypatch):
     r = run("-q", "-d", "--rm", archive)
     assert r.exit_code == 2 and "changed while it was read" in r.stderr
     assert archive.exists() and f.read_bytes() == _text()[:20000]
+
+
+def test_a_killed_run_leaves_a_named_temporary_file_that_the_next_run_reports(tmp_path):
+    """SIGKILL cannot be caught: its temporary output (NAME.PID.tmp) stays. The next run for that
+    destination names it (and keeps it); with -f it is removed."""
+    import signal
+    import subprocess
+    import sys
+
+    from test_cli import wait_until_writing
+    f = tmp_path / "big.txt"
+    f.write_bytes(_text() * 8)
+    p = subprocess.Popen([sys.executable, "-m", "shazip", "-q", "-9", "-T", "1", str(f)])
+    wait_until_writing(p, tmp_path)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    left = tmp_path / f"big.txt.shz.{p.pid}.tmp"
+    assert left.exists() and not (tmp_path / "big.txt.shz").exists()
+    small = tmp_path / "small.txt"  # another destination: not reported
+    small.write_bytes(b"x" * 100)
+    r = run("-q", small)
+    assert r.exit_code == 0 and r.stderr == ""
+    r = run("-1", "-c", f)
+    assert r.exit_code == 0 and r.stderr == ""  # to standard output: no destination, nothing to say
+    r = run("-q", "-1", f)
+    assert r.exit_code == 0 and left.exists()
+    assert r.stderr.strip() == (f"shazip: {left}: an unfinished output of an ended run (process {p.pid}), "
+                                "left in place (-f removes it)")
+    r = run("-q", "-1", "-f", f)
+    assert r.exit_code == 0 and not left.exists() and "removed" in r.stderr
+    assert shazip.decompress((tmp_path / "big.txt.shz").read_bytes()) == f.read_bytes()

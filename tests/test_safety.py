@@ -12,7 +12,6 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 
@@ -173,14 +172,15 @@ def test_hangup_and_quit_leave_no_temporary_file(tmp_path, text, sig):
 def test_a_signal_as_the_temporary_file_is_made_leaves_none(tmp_path, monkeypatch, sig):
     """The signal lands on the first bytecode after the temporary file exists, before its name is
     held anywhere (a run killed as it starts): it ends the run, and no temporary file is left."""
-    made = tempfile.mkstemp
+    from shazip import cli
+    made = cli._temporary
 
-    def mkstemp(*args, **kwargs):
+    def temporary(*args, **kwargs):
         fd, name = made(*args, **kwargs)
         os.kill(os.getpid(), sig)  # the handler runs at the next bytecode, still in here
         return fd, name
 
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(cli, "_temporary", temporary)
     (tmp_path / "a.txt").write_bytes(b"a" * 100)
     old = signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal: a background run ignores it
     try:
