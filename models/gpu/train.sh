@@ -51,7 +51,7 @@ phase unpack 60 "python models/gpu/prepare.py --out $RUN --unpack $TEXT" || { ec
 # The sweep's answer, one line "BATCH BPTT COMPILE STEPS_PER_S"; batch 256 x 128 at the last lends' rate without one.
 phase sweep $(( ${SHAZIP_TRAIN_SWEEP_S:-60} + 60 )) "python models/gpu/sweep.py $TEXT/train.txt $TEXT/valid.txt $INIT \
   --config ${SHAZIP_TRAIN_CONFIG:-large} --seconds ${SHAZIP_TRAIN_SWEEP_S:-60} --batches ${SHAZIP_TRAIN_BATCHES:-256 1024 4096} \
-  --max-batch ${SHAZIP_TRAIN_MAX_BATCH:-1024} ${SHAZIP_TRAIN_COMPILE:+--compile} --device $DEVICE --out $OUT > $TEXT/choice"
+  --max-batch ${SHAZIP_TRAIN_MAX_BATCH:-4096} ${SHAZIP_TRAIN_COMPILE:+--compile} --device $DEVICE --out $OUT > $TEXT/choice"
 read -r BATCH BPTT COMPILE RATE < <(tail -n 1 "$TEXT/choice" 2>/dev/null; echo)
 [ -n "${RATE:-}" ] || { BATCH=256; BPTT=128; COMPILE=0; RATE=27; }
 # --steps from the sweep's rate, so that the last fifth cools the rate down (--minutes stops a slower run mid-cooldown)
