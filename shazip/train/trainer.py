@@ -331,7 +331,8 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
                 "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                 "train_seconds": round(time.time() - t_start, 1)}
 
-    def checkpoint() -> None:
+    def checkpoint(snap: bool = True) -> None:
+        """The checkpoint, and with `snap` the --snapshot (the end writes its own, from the final export)."""
         if args.checkpoint:
             carried = [[h for h, _ in state.hidden], [c for _, c in state.hidden], state.mem]
             carried = [[t.cpu() for t in carried[0]], [t.cpu() for t in carried[1]], carried[2].cpu()]
@@ -348,7 +349,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
                              "torch_rng": torch.get_rng_state(),
                              "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                              "carried": gathered, "args": asdict(args)}, out)
-        if rank == 0 and snapshot is not None:  # what a run killed from outside still leaves: its last weights
+        if rank == 0 and snap and snapshot is not None:  # what a run killed from outside still leaves: its last weights
             export(model, snapshot / f"{name}.safetensors", name, export_info(), "float32")
             metrics.flush()
             shutil.copyfile(out / "metrics.jsonl", snapshot / "metrics.jsonl")
@@ -421,7 +422,7 @@ def _train(args: TrainArgs, stop: Stop) -> dict:
             checkpoint()
             t_ckpt = time.time()
 
-    checkpoint()
+    checkpoint(snap=False)
     if rank == 0:
         final = {"step": step, "bytes_seen": bytes_seen, **({"qat": True} if model.qat else {}),
                  "valid_bpc": round(evaluate(model, corpus, train_hi, valid_hi, args.bptt), 4),
