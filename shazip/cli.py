@@ -32,9 +32,10 @@ import click
 
 from . import __version__
 from .codec.frames import declared_size
-from .errors import (ArchiveError, CorruptArchive, FileTrouble, InputChanged, OutputExists, ShazipError, Skipped,
-                     UsageError)
+from .errors import (ArchiveError, CorruptArchive, FileTrouble, InputChanged, MissingDependency, OutputExists,
+                     ShazipError, Skipped, UsageError)
 from .format.listing import describe
+from .optional import require
 from .options import (ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LEVEL, DEVICES, ENGINE_CHOICES,
                       FRAME_HELP, LANES_HELP, LEVELS_HELP)
 from .publish import publish
@@ -405,9 +406,10 @@ class Commands(click.Group):
     compressing and decompressing never load training or benchmark code, and the help lists
     them from the summaries below without loading torch."""
 
-    LAZY = {"train": ("shazip.train.trainer", "train_command", "train", "Train a SHA-RNN on your own text."),
-            "bench": ("shazip.bench.command", "bench", "bench", "Benchmark shazip beside the classic compressors."),
-            "fetch-enwik8": ("shazip.bench.command", "fetch_enwik8", "bench", "Download enwik8 (checked by sha256).")}
+    # name: (module, its command, the optional packages it needs, the summary)
+    LAZY = {"train": ("shazip.train.trainer", "train_command", ("torch",), "Train a SHA-RNN on your own text."),
+            "bench": ("shazip.bench.command", "bench", (), "Benchmark shazip beside the classic compressors."),
+            "fetch-enwik8": ("shazip.bench.command", "fetch_enwik8", (), "Download enwik8 (checked by sha256).")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*(n for n, c in self.commands.items() if not c.hidden), *self.LAZY])
@@ -429,13 +431,14 @@ class Commands(click.Group):
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.LAZY:
-            module, attr, extra, _ = self.LAZY[name]
+            module, attr, needs, _ = self.LAZY[name]
             try:
+                for package in needs:  # a tool's dependency, left out of a plain install or broken
+                    require(package, f"`shazip {name}`")
                 return getattr(importlib.import_module(module), attr)
-            except ModuleNotFoundError as e:  # a tool's dependency, left out of a plain install
-                click.echo(f"shazip: `shazip {name}` needs {e.name}, which is not installed: "
-                           f"pip install 'shazip[{extra}]'", err=True)
-                sys.exit(2)
+            except MissingDependency as e:
+                click.echo(f"shazip: {e}", err=True)
+                sys.exit(e.exit_code)
         return super().get_command(ctx, name)
 
     # `shazip --help`: the file command's options (gzip's, xz's, zstd's) under these headings, in
@@ -558,12 +561,8 @@ def _on_cluster(scheduler: str, file: str, dest: str | None, force: bool, coding
         raise UsageError("--scheduler reads and writes files (paths every worker sees, or URLs), not standard streams")
     if "://" not in dest and os.path.exists(dest) and not force:
         raise OutputExists(f"{dest}: already exists (use -f to overwrite)")
-    try:
-        from dask.distributed import Client
-
-        from . import distributed
-    except ImportError:
-        raise UsageError("--scheduler needs Dask: pip install 'shazip[dask]'") from None
+    Client = require("distributed", "--scheduler").Client
+    from . import distributed
     logging.disable(logging.ERROR)  # Dask's logs: its failures reach the user as shazip's one line (the CLI owns its process)
     try:
         client = Client(scheduler, timeout="20s")

@@ -78,6 +78,11 @@ class UsageError(ShazipError):
     exit_code = 2
 
 
+class MissingDependency(UsageError):
+    """An optional package a feature needs (torch for training, Dask for --scheduler) that is
+    not installed or fails to load (shazip/optional.py)."""
+
+
 def raise_interruption(e: ImportError) -> None:
     """Raises the interruption (Ctrl-C, a signal's exception) that made an import fail, if one
     did: an extension module interrupted as it initialises fails as ImportError("initialization

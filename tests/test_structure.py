@@ -128,7 +128,7 @@ main()
     (["--help"], 0, "Usage:"), (["compress", "--help"], 0, "Usage:"), (["decompress", "--help"], 0, "Usage:"),
     (["info", "--help"], 0, "Usage:"), (["models", "--help"], 0, "Usage:"), (["models"], 0, "default"),
     (["bench", "--help"], 0, "Usage:"), (["fetch-enwik8", "--help"], 0, "Usage:"),
-    (["train", "--help"], 2, "pip install 'shazip[train]'"), (["train", "x.txt", "--out", "r"], 2, "shazip[train]"),
+    (["train", "--help"], 2, "needs torch, which is not installed"), (["train", "x.txt", "--out", "r"], 2, "whl/cpu"),
     (["compress", "--engine", "float32", "--adapt", "none", "-c", "IN"], 2, "the float32 engine needs torch"),
     (["-q", "IN"], 0, ""), (["-c", "missing-file"], 1, "no such file"),
 ])

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import ShazipError, UsageError
+from ..optional import available, require
 from ..options import DEFAULT_LEVEL
 
 ENWIK8_BYTES = 100_000_000
@@ -96,7 +97,7 @@ def _py_codec(kind: str):
     import gzip
     import lzma
 
-    import zstandard
+    zstandard = require("zstandard", "zstd's levels without a zstd binary")
     if kind == "zstd19":
         return zstandard.ZstdCompressor(level=19).compress, zstandard.ZstdDecompressor().decompress
     if kind == "zstd22":
@@ -401,12 +402,11 @@ def markdown(result: dict) -> str:
 
 def plot(result: dict, path: Path) -> bool:
     """bits/byte against compress speed (log x), one point per compressor and level."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    if not available("matplotlib"):
         return False
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for r in result["rows"]:
         ax.scatter(r["compress_KBps"], r["bits_per_byte"], color="C3" if r["compressor"] == "shazip" else "C0")

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from .. import core
-from ..errors import UnsupportedVersion, UsageError, raise_interruption
+from ..errors import UnsupportedVersion, UsageError
 from ..modelfile import LoadedModel
 from ..numerics import ENGINE_VERSION
+from ..optional import available, require
 from ..options import DEVICES
 
 if TYPE_CHECKING:
@@ -192,18 +193,13 @@ class Hardware:
 
 def resolve_device(device: str) -> str:
     """"cpu" or "cuda". "auto" looks for a GPU without importing torch where there can be none
-    (no torch installed, or no NVIDIA driver), so the CPU path stays free of torch."""
+    (no NVIDIA driver), so the CPU path stays free of torch; a torch that is absent or fails to
+    load means the CPU for "auto", a one-line error for "cuda"."""
     if device not in DEVICES:
         raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
-    if device == "cpu":
+    if device == "cpu" or (device == "auto" and not (Path("/proc/driver/nvidia").exists() and available("torch"))):
         return "cpu"
-    import importlib.util
-    has_torch = importlib.util.find_spec("torch") is not None
-    if device == "auto" and not (has_torch and Path("/proc/driver/nvidia").exists()):
-        return "cpu"
-    if not has_torch:
-        raise UsageError("the CUDA engine needs torch with CUDA: pip install 'shazip[gpu]' (see README)")
-    import torch
+    torch = require("torch", "the CUDA engine")
     if torch.cuda.is_available():
         return "cuda"
     if device == "auto":
@@ -262,23 +258,11 @@ def check_replayable(kind: type[IntEngine] | type[FloatEngine], threads: int) ->
                          f"this machine has {os.cpu_count()} CPUs")
 
 
-def need_torch(what: str):
-    """torch, or a one-line error naming what needs it and how to install it (a CPU-only install
-    of shazip has no torch)."""
-    try:
-        import torch
-    except ImportError as e:
-        raise_interruption(e)
-        raise UsageError(f"{what} needs torch, which is not installed: pip install 'shazip[train]' "
-                         "(README, \"Install\", for the CPU wheel)") from None
-    return torch
-
-
 @contextmanager
 def torch_threads(n: int | None) -> Iterator[None]:
     """torch's thread count is process-wide: set it for one call, then put it back. Only the
     torch engines (float32, the twin) use it: it imports torch."""
-    torch = need_torch("the float32 engine")
+    torch = require("torch", "the float32 engine")
     old = torch.get_num_threads()
     if n:
         torch.set_num_threads(n)

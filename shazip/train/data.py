@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..errors import UsageError
+from ..optional import require
 
 
 def _cache_dir() -> Path:
@@ -33,10 +34,7 @@ def _copy_frames(src, dst) -> bool:
     """Decompresses every zstd frame of src into dst; False if the last frame is cut short
     (zstandard's copy_stream accepts a truncated file silently, yielding a shorter corpus).
     Raises ValueError on bytes that are not zstd frames."""
-    try:  # only .zst corpora need it: a GPU machine trains on plain text without it
-        import zstandard
-    except ImportError:
-        raise UsageError("a .zst corpus needs zstandard: pip install 'shazip[train]'") from None
+    zstandard = require("zstandard", "a .zst corpus")  # only .zst corpora need it: a GPU machine trains on plain text without it
     dctx = zstandard.ZstdDecompressor()
     dobj, pending = dctx.decompressobj(), False
     try:
