@@ -39,7 +39,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from .codec.block import CodingStats
+    from .codec.block import CodingStats, Progress
     from .stage.adaptive import AdaptiveParams, AdaptiveStage
 
 
@@ -74,9 +74,6 @@ def levels_of(params: AdaptiveParams) -> list[int]:
 def _new_stage(params: AdaptiveParams) -> AdaptiveStage:
     from .stage.adaptive import AdaptiveStage
     return AdaptiveStage(params)
-
-
-Progress = Callable[[int], None]
 
 
 def _resolve(model: str | LoadedModel) -> LoadedModel:
@@ -256,11 +253,11 @@ class Compressor:
 
         def one(worker: int, item: tuple[bytes, Place],
                 check: Callable[[], None]) -> tuple[list[bytes], int, CodingStats | None]:
-            def report(n: int) -> None:  # after every chunk of steps: where a stopped frame ends
+            def report(n: int, bits: float = 0.0) -> None:  # after every chunk of steps: where a stopped frame ends
                 check()
                 if progress is not None:
                     with lock:
-                        progress(n)
+                        progress(n, bits)
 
             frame, place = item
             own = type(stats)() if stats is not None else None

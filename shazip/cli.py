@@ -89,18 +89,22 @@ class ProgressBar:
     """`NAME  MB done  KB/s  bits/byte`, with a known total also `%` and `ETA`, on stderr, redrawn
     at most 5 times a second. The rate and ETA wait for the first second: the model's load and the
     first block's start would make them wild. `show`: True always, False never, None where stderr
-    is a terminal. `written`: the output's bytes so far, for the ratio (compression)."""
+    is a terminal. `ratio` (compression): bits/byte of the output so far, from the bits coding
+    reports with each count (codec.block.Progress, exact at each block's end), shown with the
+    rate. It is what was written, not a forecast: a frame's first bytes cost most (the stage
+    and every lane start cold), so on a file that reads alike throughout it falls towards the
+    final figure."""
 
-    def __init__(self, total: int | None, name: str, show: bool | None,
-                 written: Callable[[], int] | None = None) -> None:
-        self.total, self.done, self.written = total, 0, written
+    def __init__(self, total: int | None, name: str, show: bool | None, ratio: bool = False) -> None:
+        self.total, self.done, self.bits, self.ratio = total, 0, 0.0, ratio
         self.enabled = sys.stderr.isatty() if show is None else show
         self.name = name if len(name) <= 32 else "..." + name[-29:]
         self.t0 = self.last = time.time()
         self.width = 0  # the longest line drawn: a shorter one is padded over it
 
-    def __call__(self, n: int) -> None:
+    def __call__(self, n: int, bits: float = 0.0) -> None:
         self.done += n
+        self.bits += bits
         now = time.time()
         if self.enabled and now - self.last >= 0.2:
             self.last = now
@@ -113,8 +117,8 @@ class ProgressBar:
                 if self.total:
                     eta = max(self.total - self.done, 0) / max(rate, 1e-9)  # a forged trailer may undercount
                     line += f"  ETA {int(eta) // 60}:{int(eta) % 60:02d}"
-            if self.written is not None and self.done:
-                line += f"  {8 * self.written() / self.done:.3f} bits/byte"
+                if self.ratio and self.done:
+                    line += f"  {self.bits / self.done:.3f} bits/byte"
             self.width = max(self.width, len(line))
             sys.stderr.write(line.ljust(self.width))
             sys.stderr.flush()
@@ -181,11 +185,9 @@ class _Sink:
 
     def __init__(self, f: BinaryIO, name: str) -> None:
         self._f, self._name = f, name
-        self.written = 0  # bytes so far (the progress bar's ratio)
 
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
-        self.written += len(view)
         try:
             while view:
                 n = self._f.write(view)
@@ -517,7 +519,7 @@ def compress_file(file: str, dest: str | None, force: bool, remove: bool, bar: b
     loaded = load_model(level_model(coding["level"], coding["model"]))  # before creating any output: a missing model leaves nothing behind
     with _input(file, force) as src, _output(dest, force, None if file == "-" else file) as dst:
         before = _identity(file, src)
-        progress = ProgressBar(_size(file), _named(file), bar, lambda: dst.written)
+        progress = ProgressBar(_size(file), _named(file), bar, ratio=True)
         read = compress_stream(src, dst, loaded, progress=progress, **{k: v for k, v in coding.items() if k != "model"})
         progress.close()
     _unchanged(file, before, read)

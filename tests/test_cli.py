@@ -253,6 +253,23 @@ def test_decompress_progress_has_percent_and_eta(tmp_path, monkeypatch, random_m
     assert re.search(r"\r {60,}\r$", drawn)  # the bar is wiped at the end
 
 
+def test_compress_progress_shows_the_bits_per_byte_written_so_far(tmp_path, monkeypatch, text):
+    """The compress bar's bits/byte moves within a block (the whole input here is one block) and
+    ends at the archive's own figure (its headers aside)."""
+    src = write(tmp_path, "a.txt", text[:40_000])
+    term = _Terminal()
+    with monkeypatch.context() as m:
+        m.setattr(sys, "stderr", term)
+        m.setattr(cli, "time", SimpleNamespace(time=itertools.count().__next__))
+        cli.compress_file(str(src), str(src) + ".shz", False, False, None,
+                          dict(model=str(Path(__file__).parent / "data" / "tiny-trained.safetensors"), level=6, lanes=None, block_size=1 << 20, frame_size=None,
+                               threads=1, engine="int8", adapt="cm", device="cpu"))
+    ratios = [float(r) for r in re.findall(r"([0-9.]+) bits/byte", term.getvalue())]
+    final = 8 * (tmp_path / "a.txt.shz").stat().st_size / 40_000
+    assert len(set(ratios)) > 10 and min(ratios) > 0, term.getvalue()[-300:]
+    assert 0.97 * final < ratios[-1] <= final  # the headers and trailer aside (~60 bytes here)
+
+
 def test_decompress_progress_without_a_trailer_to_trust(tmp_path, monkeypatch, random_model_path, model_archive,
                                                         raw_archive):
     """A damaged trailer (or a pipe) gives the bar no total: no %, and the decode's own error,

@@ -75,20 +75,37 @@ def test_the_progress_line_leaves_no_stale_characters(monkeypatch):
 def test_the_progress_line_waits_a_second_for_its_rate_and_shows_the_ratio(monkeypatch):
     err = io.StringIO()  # not a terminal: shown only because asked (--progress)
     monkeypatch.setattr(sys, "stderr", err)
-    out = [0]
-    bar = ProgressBar(total=10**6, name="a.txt", show=True, written=lambda: out[0])
+    bar = ProgressBar(total=10**6, name="a.txt", show=True, ratio=True)
     clock = [bar.t0]
     monkeypatch.setattr(time, "time", lambda: clock[0])
     clock[0] += 0.5
-    out[0] = 1000
-    bar(40_000)  # half a second in: no rate, no ETA yet
+    bar(40_000, 8000.0)  # half a second in: no rate, ETA or ratio yet
     clock[0] += 1.0
-    out[0] = 5000
-    bar(60_000)
+    bar(60_000, 32000.0)
     first, second = err.getvalue().split("\r")[1:]
-    assert "KB/s" not in first and "ETA" not in first and "4.0%" in first and "0.200 bits/byte" in first
+    assert "4.0%" in first and "KB/s" not in first and "ETA" not in first and "bits/byte" not in first
     assert "ETA" in second and "66.7 KB/s" in second and "0.400 bits/byte" in second
     assert ProgressBar(10, "x", None).enabled is False  # auto: stderr here is no terminal
+
+
+@pytest.mark.parametrize("frame_size", [None, 16384])
+def test_progress_reports_the_bits_as_blocks_are_coded(text, trained, frame_size):
+    """Compressing reports each block's bits as it is coded (not only at its end), and the bits
+    reported add up to the payloads' size exactly, whatever method each block ended with (one
+    frame, and frames made at once on two threads)."""
+    from shazip.codec.block import CodingStats
+    data = text[:49152] + random.Random(5).randbytes(16384) + text[:4000]  # a block stored, not model-coded
+    calls = []
+    stats = CodingStats()
+    c = shazip.Compressor(trained, level=6, block_size=16384, frame_size=frame_size, threads=2)
+    out = io.BytesIO()
+    c.compress_stream(io.BytesIO(data), out, lambda n, bits=0.0: calls.append((n, bits)), stats)
+    assert sum(n for n, _ in calls) == len(data)
+    assert abs(sum(b for _, b in calls) - 8 * stats.payload) < 1e-6 * stats.payload
+    assert set(stats.methods) - {"mixed"}  # a block not model-coded is counted too
+    during = [b for n, b in calls if n and b]  # bits told with bytes, before any block's end
+    assert len(during) > 10 and sum(during) > 0.9 * 8 * stats.chosen_payload  # the model-coded blocks' cost, as coded
+    assert shazip.decompress(out.getvalue(), trained) == data
 
 
 def test_bench_finds_7zip_under_debians_names(tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 
@@ -37,6 +37,40 @@ if TYPE_CHECKING:
     from ..stage.adaptive import AdaptiveStage
 
 Engine = IntEngine | TwinEngine | FloatEngine
+
+
+class Progress(Protocol):
+    """What coding reports as it goes: `n` more input bytes done and, compressing, about
+    `bits` more output for them: the coder's ideal code length as a block is coded, then at
+    the block's end the difference to its payload as stored (whatever method won). Their sum
+    is the payloads' size, so a progress line's ratio is true within a block. Decoding
+    reports `n` alone."""
+
+    def __call__(self, n: int, bits: float = 0.0) -> None: ...
+
+
+class _Metered:
+    """`progress` told, with each count, how far `bits()` (a coder's measured code length)
+    grew since the last."""
+
+    def __init__(self, progress: Progress, bits: Callable[[], float]) -> None:
+        self.progress, self.bits, self.last = progress, bits, 0.0
+
+    def __call__(self, n: int) -> None:
+        now = self.bits()
+        self.progress(n, now - self.last)
+        self.last = now
+
+
+class _Tally:
+    """`progress`, keeping the sum of the bits reported through it (a block's, to correct at its end)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress, self.bits = progress, 0.0
+
+    def __call__(self, n: int, bits: float = 0.0) -> None:
+        self.bits += bits
+        self.progress(n, bits)
 BOS = 0  # the "previous byte" fed to every lane at its start
 ZSTD_LEVEL = 19
 TRIVIAL = 1024  # a block zstd shrinks 1024-fold or more is left to zstd (unless only the model is allowed)
@@ -104,11 +138,14 @@ def _native(engine: IntEngine | None, n: int, lanes: int, stage: AdaptiveStage |
             measure: bool = False, data: bytes | None = None, payload: bytes | None = None, overrun: int = -1):
     """A block through the core's loop, a chunk of steps per call; returns the finished job.
     `engine` None: a stage without the NN input, alone. `overrun`: the most bytes its decoder
-    may read past the payload (-1: any number)."""
+    may read past the payload (-1: any number). Encoding with `measure`, progress is told the
+    code length as it grows."""
     job = core.load().Job(engine and engine.model, engine and engine.pool, n, lanes,
                           stage=stage.native if stage else None, data=data, payload=payload, measure=measure,
                           overrun=overrun)
     steps = max(1, CHUNK_BYTES // lanes)
+    if progress is not None and measure and data is not None:
+        progress = _Metered(progress, lambda: job.coded_bits)
     try:
         while not job.done:
             coded = job.run(steps)
@@ -134,9 +171,12 @@ def _row_probabilities(rows: np.ndarray) -> np.ndarray:
     return rows / rows.sum(axis=1, keepdims=True).astype(np.float64)
 
 
-def model_encode(engine: Engine, data: bytes, lanes: int, progress=None, stats: CodingStats | None = None) -> bytes:
+def model_encode(engine: Engine, data: bytes, lanes: int, progress: Progress | None = None,
+                 stats: CodingStats | None = None) -> bytes:
+    """`data` coded by the model alone. The code length is measured for `stats` and for `progress`."""
+    measure = stats is not None or progress is not None
     if isinstance(engine, IntEngine):
-        job = _native(engine, len(data), lanes, None, progress, stats is not None, data=data)
+        job = _native(engine, len(data), lanes, None, progress, measure, data=data)
         _record(stats, len(data), job.coded_bits, None)
         return job.result()
     enc, bits = core.load().CategoricalEncoder(), 0.0
@@ -145,11 +185,11 @@ def model_encode(engine: Engine, data: bytes, lanes: int, progress=None, stats: 
         nonlocal bits
         probs = rows if isinstance(engine, FloatEngine) else _row_probabilities(rows)
         enc.encode(probs, symbols)
-        if stats is not None:
+        if measure:
             bits -= float(np.log2(probs[np.arange(len(symbols)), symbols]).sum())
         return symbols
 
-    run_lanes(engine, code, len(data), lanes, data, progress)
+    run_lanes(engine, code, len(data), lanes, data, progress and _Metered(progress, lambda: bits))
     _record(stats, len(data), bits, None)
     return enc.finish()
 
@@ -169,14 +209,16 @@ def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=No
 
 
 def mixed_encode(engine: IntEngine | TwinEngine | None, stage: AdaptiveStage, data: bytes, lanes: int,
-                 progress=None, stats: CodingStats | None = None) -> bytes:
-    """`engine` None: the stage has no NN input (the model is never run)."""
+                 progress: Progress | None = None, stats: CodingStats | None = None) -> bytes:
+    """`engine` None: the stage has no NN input (the model is never run). The code length is
+    measured for `stats` and for `progress`."""
     n = len(data)
+    measure = stats is not None or progress is not None
     if engine is None or isinstance(engine, IntEngine):
-        job = _native(engine, n, lanes, stage, progress, stats is not None, data=data)
+        job = _native(engine, n, lanes, stage, progress, measure, data=data)
         _record(stats, n, job.model_bits, job.coded_bits)
         return job.result()
-    enc = stage.encoder(lanes, -(-n // lanes), measure=stats is not None)
+    enc = stage.encoder(lanes, -(-n // lanes), measure=measure)
     nn_bits = 0.0
 
     def code(freq: np.ndarray, symbols: np.ndarray) -> np.ndarray:
@@ -186,7 +228,7 @@ def mixed_encode(engine: IntEngine | TwinEngine | None, stage: AdaptiveStage, da
             nn_bits -= float(np.log2(f[np.arange(len(symbols)), symbols] / f.sum(axis=1)).sum())
         return enc.code(freq, symbols)
 
-    run_lanes(engine, code, n, lanes, data, progress)
+    run_lanes(engine, code, n, lanes, data, progress and _Metered(progress, lambda: enc.bits))
     payload = enc.finish()
     _record(stats, n, nn_bits, enc.bits)
     return payload
@@ -218,7 +260,7 @@ def order0_entropy(data: bytes) -> float:
     return float(-(p * np.log2(p)).sum())
 
 
-def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolicy, progress=None,
+def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolicy, progress: Progress | None = None,
                  methods: frozenset[Method] = ALL_METHODS, stats: CodingStats | None = None,
                  get_stage: Callable[[], AdaptiveStage] | None = None) -> tuple[Method, int, bytes]:
     """The smallest of the allowed methods (model-coded, zstd, raw; ties go to the cheaper
@@ -229,7 +271,8 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolic
     shrinks to at most 1/TRIVIAL of its size (zeros, padding, a repeated record: the model
     could save at most that little, at ~50 µs a byte). The model's lanes follow `lanes`
     (options.lane_policy says why). `get_engine` and `get_stage` are called only if the model is
-    tried."""
+    tried. `progress` is told the block's bytes as they are coded, and at the end its payload's size."""
+    progress = progress and _Tally(progress)
     candidates = []
     dense, trivial = order0_entropy(data) >= 7.5, False
     if Method.RAW in methods:
@@ -260,6 +303,8 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolic
     if not candidates:
         raise ValueError("no block method allowed")
     best = min(candidates, key=lambda c: len(c[2]))
+    if progress is not None:  # what was measured, made the payload's size
+        progress(0, 8 * len(best[2]) - progress.bits)
     if stage is not None and best[0] != Method.MIXED:
         stage.restore(snapshot)  # the decoder's stage will not see this block
     if stats is not None:
