@@ -18,14 +18,15 @@ from .errors import (  # noqa: E402
 )
 
 __all__ = ["open", "ShazipFile", "compress", "decompress", "Compressor", "ShazipCompressor", "ShazipDecompressor",
-           "compress_stream",
+           "compressobj", "decompressobj", "compress_stream",
            "decompress_stream", "iter_decompress", "recover_stream", "Lost", "load", "ShazipError", "NotAnArchive",
            "UnsupportedVersion", "Truncated", "CorruptArchive", "ChecksumMismatch", "ModelError", "ContractError", "CoreUnavailable",
            "OutputExists", "FileTrouble", "Skipped", "UsageError", "__version__"]
 
 _API = {"compress": "api", "decompress": "api", "compress_stream": "api", "decompress_stream": "api",
         "iter_decompress": "api", "load": "api", "Compressor": "api", "ShazipCompressor": "api",
-        "ShazipDecompressor": "api", "recover_stream": "api", "Lost": "api",
+        "ShazipDecompressor": "api", "compressobj": "api", "decompressobj": "api", "recover_stream": "api",
+        "Lost": "api",
         "open": "fileobj", "ShazipFile": "fileobj"}
 
 

@@ -10,20 +10,22 @@ Every failure is a `shazip.ShazipError` with a one-line message.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import io
 import itertools
 import numbers
 import threading
+import traceback
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Callable, ContextManager, Iterable, Iterator, TypeVar
 
 from .codec.engines import (
     BY_ID, DEVICES, ENGINES, FloatEngine, Hardware, IntEngine, LaneBatching, TwinEngine, available_cores,
     check_replayable, engine_for, int_engine, torch_threads,
 )
-from .codec.frames import Frame, Shares, index, ordered_map
+from .codec.frames import Frame, Shares, hand_back, index, ordered_map
 from .errors import ArchiveError, CorruptArchive, ModelError, ShazipError, UnsupportedVersion, UsageError
 from .format import seektable
 from .format.chain import Chain
@@ -37,6 +39,8 @@ from .options import (
     ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, LANE_FLOOR, MAX_FRAME_IN_MEMORY, MAX_LANES,
     DEFAULT_LEVEL, LEVELS, LanePolicy, Level, frame_size_for, lane_policy,
 )
+
+R = TypeVar("R")
 
 if TYPE_CHECKING:
     from .codec.block import CodingStats, Progress
@@ -135,13 +139,35 @@ def _threads(kind: type[IntEngine] | type[FloatEngine] | None, n: int) -> Contex
     return torch_threads(n) if kind is FloatEngine else contextlib.nullcontext()
 
 
+def _the_level(first: str | LoadedModel | int | None, model: str | LoadedModel | None, level: int | None,
+               preset: int | None, compresslevel: int | None) -> tuple[str | LoadedModel | None, tuple[str, int]]:
+    """(the model, (the level's name as the caller gave it, the level)). The first argument is
+    the model, or a number: the level (`Compressor(9)`, as `zlib.compressobj(9)`); else the
+    level by whichever name the standard library taught the caller, `level` (zlib's, zstd's),
+    `preset` (lzma's), `compresslevel` (bz2's, gzip's); the default level if none is given, a
+    TypeError if two are."""
+    given = [(n, v) for n, v in (("level", level), ("preset", preset), ("compresslevel", compresslevel))
+             if v is not None]
+    if isinstance(first, numbers.Integral) and not isinstance(first, bool):
+        given = [("the first argument", first), *given]
+    elif first is not None:
+        if model is not None:
+            raise TypeError("the model is given twice (the first argument and model)")
+        model = first
+    if len(given) > 1:
+        raise TypeError(f"the level is given twice ({' and '.join(n for n, _ in given)}): give it once")
+    name, value = given[0] if given else ("level", DEFAULT_LEVEL)
+    return model, ("level" if name == "the first argument" else name, value)
+
+
 class Compressor:
     """A reusable compressor: the model is read and checked, and the engine built, once; every
     archive it writes then reuses them (each archive gets its own adaptive stage).
 
-    `model`: a bundled model's name, a model file or a `LoadedModel`; None, the default, takes the
-    level's (`Level.model_name`).
-    `level`: 1 .. 9 (options.LEVELS): 1 and 2 code with the adaptive stage alone (no neural model;
+    `model` (or the first argument): a bundled model's name, a model file or a `LoadedModel`;
+    None, the default, takes the level's (`Level.model_name`). A number as the first argument is
+    the level (`Compressor(9)`).
+    `level` (or `preset`, lzma's name, or `compresslevel`, bz2's and gzip's): 1 .. 9 (options.LEVELS): 1 and 2 code with the adaptive stage alone (no neural model;
     1 with its version 1 models), 3 .. 9 add the model in ever longer lanes; 6 is the default.
     `lanes`: parallel lanes per block (more is faster on a GPU; each starts the model cold). None,
     the default, chooses (options.lane_policy): at most 32, none shorter than the level's (16 KB
@@ -151,7 +177,8 @@ class Compressor:
     `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output
     does not depend on it, except with the float32 engine). `engine`: "int8" (integer-exact,
     decodes anywhere) or "float32" (decodes only on this machine with the same thread count).
-    `adapt`: "cm" (the adaptive stage learns the input as it is coded, with the level's models,
+    `adapt` (None, the default: "cm" with the int8 engine, "none" with float32): "cm" (the
+    adaptive stage learns the input as it is coded, with the level's models,
     its table models only where the input looks like a table; int8 only), "none" (the
     model alone, as shazip 0.3 coded), or an `AdaptiveParams` (the stage with exactly these
     parameters, recorded in the archive: `AdaptiveParams().at_version(1)` writes what shazip 0.5
@@ -165,11 +192,15 @@ class Compressor:
     `threads` frames at once with the int8 engine on the CPU; the bytes do not depend on
     `threads`. The float32 engine writes one archive (its format has no frame fields)."""
 
-    def __init__(self, model: str | LoadedModel | None = None, *, level: int = DEFAULT_LEVEL, lanes: int | None = None,
-                 block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8",
-                 adapt: str | AdaptiveParams = "cm", device: str = "cpu", methods: frozenset[Method] = ALL_METHODS,
-                 frame_size: int | None = None) -> None:
-        for name, value in (("level", level), ("lanes", lanes), ("block_size", block_size), ("threads", threads),
+    def __init__(self, first: str | LoadedModel | int | None = None, /, *, model: str | LoadedModel | None = None,
+                 level: int | None = None,
+                 lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8",
+                 adapt: str | AdaptiveParams | None = None, device: str = "cpu", methods: frozenset[Method] = ALL_METHODS,
+                 frame_size: int | None = None, preset: int | None = None, compresslevel: int | None = None) -> None:
+        model, (level_name, level) = _the_level(first, model, level, preset, compresslevel)
+        if adapt is None:  # the float32 engine's rows are not the integers the stage takes
+            adapt = "none" if engine == "float32" else "cm"
+        for name, value in ((level_name, level), ("lanes", lanes), ("block_size", block_size), ("threads", threads),
                             ("frame_size", frame_size)):
             if not (isinstance(value, numbers.Integral) and not isinstance(value, bool)) and not (
                     name in ("lanes", "frame_size") and value is None):
@@ -185,7 +216,7 @@ class Compressor:
         if engine not in ENGINES:
             raise UsageError(f"unknown engine '{engine}' (choose {', '.join(ENGINES)})")
         if level not in LEVELS:
-            raise UsageError(f"level must be between 1 and 9, not {level}")
+            raise UsageError(f"{level_name} must be between 1 and 9, not {level}")
         if device not in DEVICES:
             raise UsageError(f"unknown device '{device}' (choose {', '.join(DEVICES)})")
         if device != "cpu" and engine != "int8":
@@ -198,7 +229,8 @@ class Compressor:
         self.params = _stage_params(adapt, lv, self.lane_policy)
         self._for_data = isinstance(adapt, str)  # a level's models follow the input's kind (not given parameters)
         if self.params is not None and engine != "int8":
-            raise UsageError("the adaptive stage needs the int8 engine's integer rows (use adapt 'none' with float32)")
+            raise UsageError("the adaptive stage needs the int8 engine's integer rows: with engine 'float32', "
+                             "adapt='none' (--adapt none)")
         self.threads, self.methods = hw.threads, methods
         self.loaded = loaded = _resolve(level_model(level, model))
         if len(loaded.name.encode()) > 255:
@@ -286,7 +318,7 @@ class Compressor:
                        stats: CodingStats | None = None, engine: _Once | None = None) -> list[bytes]:
         """One frame of a larger output, made alone (frames at once, a Dask task), at `place`
         (`placed`): its archive, in parts. `engine`: one of this thread's, not the shared one."""
-        obj = ShazipCompressor(self, progress, stats, engine, place)
+        obj = ShazipCompressor(self, progress=progress, stats=stats)._placed(place, engine)
         size, view = self.header.block_size, memoryview(frame)  # a block at a time: no copy of the frame
         return [obj.compress(view[i:i + size]) for i in range(0, len(frame), size)] + [obj.flush()]
 
@@ -298,7 +330,7 @@ class Compressor:
 
     def compressobj(self, progress: Progress | None = None, stats: CodingStats | None = None) -> ShazipCompressor:
         """An incremental compressor for one archive (`compress(data)`, then `flush()`)."""
-        return ShazipCompressor(self, progress, stats)
+        return ShazipCompressor(self, progress=progress, stats=stats)
 
 
 def placed(frames: Iterator[bytes], block_size: int) -> Iterator[tuple[bytes, Place]]:
@@ -323,25 +355,41 @@ class ShazipCompressor:
     codes the rest and ends the archive. The bytes equal one-shot compression's. An input longer
     than the compressor's frame size becomes one archive per frame, one after the other, each
     tied to the one before (chain.py): a frame's end waits for the next input or `flush()`,
-    which tell whether more frames follow. `place`: this makes one frame of a larger output
-    alone (`Compressor.compress_frame`)."""
+    which tell whether more frames follow.
 
-    def __init__(self, compressor: Compressor | None = None, progress: Progress | None = None,
-                 stats: CodingStats | None = None, engine: _Once | None = None, place: Place | None = None) -> None:
-        self._c = compressor or Compressor()
-        self._engine = engine or self._c._engine
+    `level`: a level (`ShazipCompressor(9)`, as `zlib.compressobj(9)`) with `options` as
+    `Compressor`'s (`model=`, `preset=`, `lanes=`, ...), or a ready `Compressor` (its model
+    loaded once for many archives), alone."""
+
+    def __init__(self, level: int | Compressor | None = None, *, progress: Progress | None = None,
+                 stats: CodingStats | None = None, **options) -> None:
+        if isinstance(level, Compressor):
+            if options:
+                raise TypeError(f"options beside a ready Compressor ({', '.join(sorted(options))}): give them to it")
+            self._c = level
+        else:
+            _known_keywords("ShazipCompressor", options, Compressor.__init__)
+            self._c = Compressor(level=level, **options)
+        self._engine = self._c._engine
         self._progress, self._stats, self._pending, self._out = progress, stats, bytearray(), io.BytesIO()
         self._stage: _Once | None = None
         self._writer: ArchiveWriter | None = None  # made with a frame's first block, which settles the stage's size
         self._in_frame = 0  # blocks written to the frame in hand
         self._whole = False  # the frame in hand is whole: it ends once more input (or `flush`) comes
         self._frames: list[tuple[int, int]] = []  # (archive bytes, input bytes) of each frame ended: the seek table
-        self._last_more = place.more if place else False  # whether frames follow the last one made here
-        self._index = place.index if place else 0  # the frame in hand's place in the output
-        self._id: int | None = place.output_id if place else None  # the output's id, from its first block
-        self._link = place.link if place else 0  # the crc of the data of the frame before the one in hand
+        self._last_more = False  # whether frames follow the last one made here
+        self._index = 0  # the frame in hand's place in the output
+        self._id: int | None = None  # the output's id, from its first block
+        self._link = 0  # the crc of the data of the frame before the one in hand
         self._crc = 0  # the crc of the frame in hand's data so far
         self._done = False
+
+    def _placed(self, place: Place, engine: _Once | None) -> ShazipCompressor:
+        """This makes one frame of a larger output alone, at `place`, with `engine` (one of the
+        calling thread's; None: the compressor's): `Compressor.compress_frame`."""
+        self._engine = engine or self._engine
+        self._last_more, self._index, self._id, self._link = place.more, place.index, place.output_id, place.link
+        return self
 
     def _start(self, first: bytes, whole: int | None) -> None:
         """The archive's header and stage, from its first block: a level's stage gets its table
@@ -414,17 +462,22 @@ class ShazipCompressor:
         return self._drain()
 
 
-def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
-                    level: int = DEFAULT_LEVEL, lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
-                    threads: int = 0, progress: Progress | None = None,
-                    methods: frozenset[Method] = ALL_METHODS, engine: str = "int8",
-                    stats: CodingStats | None = None, adapt: str | AdaptiveParams = "cm", device: str = "cpu",
-                    frame_size: int | None = None) -> int:
+def compress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None, level: int | None = None,
+                    *, progress: Progress | None = None, stats: CodingStats | None = None, **options) -> int:
     """Compresses src to dst one block at a time; returns the number of input bytes. The
     options are `Compressor`'s; make one to compress many inputs with one model load."""
-    c = Compressor(model, level=level, lanes=lanes, block_size=block_size, threads=threads, engine=engine,
-                   adapt=adapt, device=device, methods=methods, frame_size=frame_size)
-    return c.compress_stream(src, dst, progress, stats)
+    _known_keywords("compress_stream", options, Compressor.__init__)
+    return Compressor(model, level=level, **options).compress_stream(src, dst, progress, stats)
+
+
+def compressobj(level: int | None = None, **options) -> ShazipCompressor:
+    """An incremental compressor, as `zlib.compressobj`: `ShazipCompressor(level, **options)`."""
+    return ShazipCompressor(level, **options)
+
+
+def decompressobj(model: str | LoadedModel | None = None, **options) -> ShazipDecompressor:
+    """An incremental decompressor, as `zlib.decompressobj`: `ShazipDecompressor(model, **options)`."""
+    return ShazipDecompressor(model, **options)
 
 
 def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progress: Progress | None = None,
@@ -559,8 +612,10 @@ class ShazipDecompressor:
         limit = max_length if max_length >= 0 else None
         try:
             self._decompress(data, limit)
-        except ShazipError as e:
-            self._error = e
+        except ShazipError as e:  # the frame in hand's stage freed, and its memory handed back (`_memory_back`)
+            self._error, self._blocks = e, None
+            _clear_frames(e)
+            hand_back()
             raise
         n = len(self._out) if limit is None else min(limit, len(self._out))
         out = bytes(self._out[:n])
@@ -630,6 +685,35 @@ class ShazipDecompressor:
         return None if first is None or first[0] > len(self._buf) else first
 
 
+def _memory_back(call: Callable[..., R]) -> Callable[..., R]:
+    """A decoding call that hands its tables' memory back to the system before it returns or
+    raises. A failure's traceback holds the frames of the calls it passed through, and their
+    locals the stages (hundreds of MB of tables at -9): they are cleared first, so that a
+    process decoding damaged archives call after call (a server) keeps what an intact decode
+    leaves, not its worst case (`hand_back` says why the heap needs the trim)."""
+    @functools.wraps(call)
+    def returning(*args, **kw) -> R:
+        try:
+            return call(*args, **kw)
+        except BaseException as e:
+            _clear_frames(e)
+            raise
+        finally:
+            hand_back()
+    return returning
+
+
+def _clear_frames(e: BaseException) -> None:
+    """The locals of the finished frames of `e`'s traceback and of the exceptions it was raised
+    from or during (`raise ... from None` still keeps the one it replaces as __context__)."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        traceback.clear_frames(e.__traceback__)
+        e = e.__cause__ or e.__context__
+
+
+@_memory_back
 def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
                       progress: Progress | None = None, threads: int = 0, device: str = "cpu",
                       concatenated: bool = True) -> int:
@@ -650,15 +734,14 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
     return total
 
 
-def compress(data: bytes, level: int = DEFAULT_LEVEL, **kw) -> bytes:
-    """Compresses bytes in memory at `level` (the second argument, as zlib's and zstd's). Keyword
-    arguments as `Compressor` (`model`, `lanes`, ...)."""
+def compress(data: bytes, level: int | None = None, **kw) -> bytes:
+    """Compresses bytes in memory at `level` (the second argument, as zlib's and zstd's; or
+    `preset=`, `compresslevel=`). Keyword arguments as `Compressor` (`model`, `lanes`, ...)."""
     if isinstance(level, (str, LoadedModel)):
         raise TypeError("the second argument is the level (1 .. 9, as zlib's); give a model as model=...")
     _known_keywords("compress", kw, Compressor.__init__)
-    out = io.BytesIO()
-    compress_stream(io.BytesIO(_bytes(data)), out, level=level, **kw)
-    return out.getvalue()
+    data = _bytes(data)
+    return Compressor(level=level, **kw).compress(data)
 
 
 def _known_keywords(caller: str, kw: dict, options: Callable) -> None:
@@ -749,6 +832,7 @@ class Lost:
     reason: str
 
 
+@_memory_back
 def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
                    progress: Progress | None = None, threads: int = 0, device: str = "cpu") -> list[Lost]:
     """Writes every intact block of a damaged stream of archives (frames) to dst, in order, and

@@ -372,26 +372,6 @@ def _size(path: str) -> int | None:
     return None if path == "-" else os.path.getsize(path)
 
 
-def _file_options(f: Callable) -> Callable:
-    """The gzip-like options compress and decompress share."""
-    for opt in reversed([
-        click.option("-c", "--stdout", "to_stdout", is_flag=True, help="Write to standard output."),
-        click.option("-k", "--keep", is_flag=True, help="Keep the input (the default)."),
-        click.option("--rm", "remove", is_flag=True, help="Remove the input after success."),
-        click.option("-f", "--force", is_flag=True, help="Overwrite an existing output."),
-        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
-        click.option("--progress/--no-progress", default=None,
-                     help="Show the progress bar even where stderr is not a terminal, or never."),
-        click.option("-T", "--threads", default=0, show_default=True,
-                     help="CPU threads: up to N frames coded at once, a frame's model beside its stage; 0: every "
-                          "available core. The output does not depend on it (except with --engine float32)."),
-        click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True,
-                     help="Where the int8 engine runs: cpu (the native core), cuda (a GPU, through torch with CUDA), auto (cuda where there is one). Archives are the same bytes on every device."),
-    ]):
-        f = opt(f)
-    return f
-
-
 def _level_options(f: Callable) -> Callable:
     """-1 .. -9, --fast (-1) and --best (-9), as gzip, xz and zstd have them; -6 is the default.
     The help shows the three that carry the meaning."""
@@ -447,7 +427,7 @@ class Commands(click.Group):
     # this order; every option of that command is under one (tests/test_cli.py checks it)
     GROUPS = {"Operation": ("mode", "recover"),
               "Where the output goes": ("to_stdout", "output", "keep", "remove", "force", "recursive", "suffix"),
-              "Level and model": ("level", "model", "lanes", "block_size", "frame_size", "adapt"),
+              "Level and model": ("level", "model", "lanes", "block_size", "frame_size", "adapt", "engine"),
               "Machine": ("threads", "device", "scheduler"),
               "Messages": ("quiet", "progress", "verbose", "version", "help")}
 
@@ -482,32 +462,6 @@ def main() -> None:
     FILE.shz and is kept (--rm removes it); -d turns FILE.shz back into FILE (also: unshazip;
     shazcat writes to standard output). With no FILE, or FILE -, standard input goes to standard
     output. The commands below have their own --help."""
-
-
-@main.command()
-@click.argument("file")
-@click.option("-o", "--output", help="Output file (default FILE.shz).")
-@_file_options
-@_level_options
-@click.option("--model", help="Bundled model name or model file (default: the level's).")
-@click.option("--lanes", default=0, show_default=True, help=LANES_HELP)
-@click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, help="Bytes per block.")
-@click.option("--frame-size", type=int, default=None, help=FRAME_HELP)
-@click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True,
-              help="cm: an adaptive context-mixing stage learns the file as it is coded (smaller). "
-                   "none: the model alone (as shazip 0.3; to evaluate the model).")
-@click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="int8", show_default=True,
-              help="int8: integer-exact, decodes on any machine. float32: reference; decodes only "
-                   "on this machine with the same --threads.")
-def compress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool, level: int,
-             model: str, lanes: int, block_size: int, frame_size: int | None, threads: int, device: str, quiet: bool,
-             progress: bool | None, adapt: str, engine: str) -> None:
-    """Compress FILE (or - for standard input) to FILE.shz."""
-
-    coding = dict(model=model, level=level, lanes=lanes or None, block_size=block_size, frame_size=frame_size,
-                  threads=threads, engine=engine, adapt=adapt, device=device)
-    run_command(lambda: compress_file(file, _destination(file, output, to_stdout, lambda s: s + SUFFIX), force,
-                                      _removing(keep, remove), _show_bar(quiet, progress), coding))
 
 
 def compress_file(file: str, dest: str | None, force: bool, remove: bool, bar: bool | None, coding: dict) -> None:
@@ -617,7 +571,8 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("-d", "--decompress", "mode", flag_value="decompress", help="Decompress.")
 @click.option("-z", "--compress", "mode", flag_value="compress", default=True, help="Compress (the default).")
 @click.option("-t", "--test", "mode", flag_value="test", help="Decode and verify; write nothing.")
-@click.option("-l", "--list", "mode", flag_value="list", help="List each archive's header and blocks.")
+@click.option("-l", "--list", "mode", flag_value="list",
+              help="One line a file (sizes, bits/byte, model, name), as gzip -l; with -v each archive's header and blocks.")
 @click.option("-c", "--stdout", "to_stdout", is_flag=True, help="Write to standard output.")
 @click.option("-k", "--keep", is_flag=True, help="Keep the inputs (the default).")
 @click.option("--rm", "remove", is_flag=True, help="Remove each input after success.")
@@ -639,8 +594,12 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("--block-size", default=DEFAULT_BLOCK_SIZE, show_default=True, metavar="BYTES",
               help="Input bytes per block, each coded by the best of the model, zstd and storing.")
 @click.option("--frame-size", type=int, default=None, metavar="BYTES", help=FRAME_HELP)
-@click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default="cm", show_default=True,
-              help="cm: the adaptive stage learns the file as it is coded; none: the model alone.")
+@click.option("--adapt", type=click.Choice(ADAPT_CHOICES), default=None,
+              help="cm: the adaptive stage learns the file as it is coded (the default); none: the model alone "
+                   "(the default with --engine float32).")
+@click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="int8", show_default=True,
+              help="int8: integer-exact, decodes on any machine. float32: the reference; its archives decode only "
+                   "on this machine with the same -T.")
 @click.option("-S", "--suffix", default=SUFFIX, show_default=True, metavar=".SUF",
               help="The archives' file name suffix.")
 @click.option("--recover", is_flag=True, help="Decompress: write every intact frame of a damaged archive, name "
@@ -652,8 +611,8 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool, remove: bool, force: bool,
                   output: str | None, recursive: bool, quiet: bool, progress: bool | None, verbose: bool, threads: int,
                   device: str,
-                  level: int, model: str | None, lanes: int, block_size: int, frame_size: int | None, adapt: str,
-                  recover: bool, scheduler: str | None, suffix: str) -> None:
+                  level: int, model: str | None, lanes: int, block_size: int, frame_size: int | None, adapt: str | None,
+                  engine: str, recover: bool, scheduler: str | None, suffix: str) -> None:
     """gzip-style use: every FILE in turn; one bad file does not stop the others, and the exit
     status is the worst one."""
     if not suffix or "/" in suffix or suffix in (".", ".."):
@@ -662,12 +621,14 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
     inputs = _walk(files or ("-",), recursive,
                    (lambda f: f.endswith(suffix)) if archives_only else (lambda f: not f.endswith(suffix)))
     coding = dict(model=model, level=level, lanes=lanes or None, block_size=block_size,
-                  frame_size=frame_size, threads=threads, engine="int8", adapt=adapt, device=device)
+                  frame_size=frame_size, threads=threads, engine=engine, adapt=adapt, device=device)
     bar = _show_bar(quiet, progress)
 
     def one(file: str) -> None:
         dest = None
-        if mode == "list":
+        if mode == "list" and not verbose:
+            table.add(file, suffix)
+        elif mode == "list":
             if len(inputs) > 1 and file != inputs[0]:
                 click.echo()
             _list(file, as_json=False, several=len(inputs) > 1)
@@ -687,7 +648,7 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
                 _on_cluster(scheduler, file, dest, force, coding, None, device)
             else:
                 compress_file(file, dest, force, remove, bar, coding)
-        if verbose and file != "-":
+        if verbose and file != "-" and mode != "list":
             click.echo(f"{shown(file)}: " + (_summary(file, dest, mode == "compress") if mode in ("compress", "decompress")
                                       else "OK"), err=True)
 
@@ -708,13 +669,28 @@ def files_command(files: tuple[str, ...], mode: str, to_stdout: bool, keep: bool
                     raise
                 click.echo(f"shazip: {_naming(file, _os_error(e))}", err=True)
                 worst = _worse(worst, 1)
+        table.close()
         if worst:
             sys.exit(worst)
 
+    table = _Table()
     run_command(body)
 
 
 files_command.context_class = _ProgramContext
+
+
+def _with_mode(name: str, mode: str, summary: str) -> None:
+    """`shazip compress` / `shazip decompress`: the file command with its mode set, taking every
+    one of its other options and any number of files."""
+    main.add_command(click.Command(name, params=[p for p in files_command.params if p.name != "mode"], help=summary,
+                                   callback=lambda **options: files_command.callback(mode=mode, **options)))
+
+
+_with_mode("compress", "compress", "Compress FILEs to FILE.shz (standard input with none, or -): `shazip FILE...`, "
+           "with the same options.")
+_with_mode("decompress", "decompress", "Decompress FILE.shz to FILE (standard input with none, or -): "
+           "`shazip -d FILE...`, with the same options.")
 
 
 def _worse(a: int, b: int) -> int:
@@ -767,22 +743,6 @@ def _strip_suffix(src: str, suffix: str = SUFFIX) -> str:
     if not src.endswith(suffix) or os.path.basename(src) == suffix:
         raise UsageError(f"{src}: unknown suffix (expected {suffix}; use -o to name the output)")
     return src[: -len(suffix)]
-
-
-@main.command()
-@click.argument("file")
-@click.option("-o", "--output", help="Output file (default FILE without .shz).")
-@_file_options
-@click.option("--model", default=None, help="Model file to use instead of the bundled one the archive names.")
-@click.option("--recover", is_flag=True, help="Decompress: write every intact frame of a damaged archive, name "
-              "the byte ranges lost, and exit 1.")
-def decompress(file: str, output: str | None, to_stdout: bool, keep: bool, remove: bool, force: bool,
-               model: str | None, recover: bool, threads: int, device: str, quiet: bool, progress: bool | None) -> None:
-    """Decompress FILE.shz (or - for standard input) to FILE."""
-
-    run_command(lambda: decompress_file(file, _destination(file, output, to_stdout, _strip_suffix), force,
-                                        _removing(keep, remove), _show_bar(quiet, progress), model, threads, device,
-                                        recover=recover))
 
 
 class _Discard(io.RawIOBase):
@@ -849,6 +809,8 @@ def _list(file: str, as_json: bool, several: bool = False) -> None:
         except ArchiveError as e:
             raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
     if as_json:
+        for d in archives:  # the model decoding runs, by the name --model takes (null: none runs, or unknown here)
+            d["model"] = _model_of(d)[0]
         click.echo(json.dumps(archives[0] if len(archives) == 1 else archives, indent=2))
         return
     if several:
@@ -861,6 +823,67 @@ def _list(file: str, as_json: bool, several: bool = False) -> None:
                      " (its last)")) if d["frame_index"] or d["more"] else ""
             click.echo(f"archive {i + 1} of {len(archives)}, at byte {d['offset']}{frame}:")
         _list_one(d)
+
+
+class _Table:
+    """`shazip -l`: gzip -l's table, one line a file (an output of many frames, or several
+    outputs one after the other, summed), and their totals where there are several."""
+
+    FORMAT = "{:>14} {:>14} {:>10}  {:<10} {}"
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, int]] = []
+
+    def add(self, file: str, suffix: str) -> None:
+        with _input(file) as src:
+            try:
+                archives = describe(src)
+            except ArchiveError as e:
+                raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
+        packed = sum(d["archive_bytes"] + d["skipped_bytes"] for d in archives)
+        plain = sum(d["total_len"] for d in archives)
+        models = list(dict.fromkeys(_model_of(d)[0] or "none" for d in archives))
+        name = "standard input" if file == "-" else shown(file[:-len(suffix)] if file.endswith(suffix) else file)
+        self._line(packed, plain, " + ".join(models), name)
+        self.rows.append((packed, plain))
+
+    def _line(self, packed: int, plain: int, model: str, name: str) -> None:
+        if not self.rows:
+            click.echo(self.FORMAT.format("compressed", "uncompressed", "bits/byte", "model", "uncompressed name"))
+        ratio = f"{8 * packed / plain:.3f}" if plain else "-"
+        click.echo(self.FORMAT.format(f"{packed:,}", f"{plain:,}", ratio, model, name))
+
+    def close(self) -> None:
+        if len(self.rows) > 1:
+            packed, plain = map(sum, zip(*self.rows))
+            self._line(packed, plain, "", "(totals)")
+
+
+def _model_of(d: dict) -> tuple[str | None, str]:
+    """(the name, as `--model` takes it here, of the model decoding an archive runs, None where
+    none runs; a description for the listing). An archive at -1 or -2, or of stored and zstd
+    blocks, records a model's id but decodes without it."""
+    from .modelfile import BUNDLED_DIR, installed, installed_names
+    known = installed_names(bytes.fromhex(d["model_id"]))
+    name = d["model_name"] or (known[0] if known else None)
+    if not _runs_model(d):
+        return None, f"none needed (its blocks decode without one; the header records id {d['model_id']})"
+    shelves = installed()
+    where = [f"{n} ({'bundled' if shelves[n][0] == BUNDLED_DIR else 'yours'})" for n in known]
+    return name, f"{d['model_name'] or ' / '.join(where) or '(not recorded, not installed here)'}, id {d['model_id']}"
+
+
+def _runs_model(d: dict) -> bool:
+    """Whether decoding the archive `d` (as `describe` gives it) runs the neural model: a
+    model-coded block, or a mixed one whose stage takes the model's rows."""
+    from .stage.adaptive import AdaptiveParams
+    methods = {b["method"] for b in d["blocks"]}
+    if "model" in methods or "mixed" not in methods:
+        return "model" in methods
+    try:
+        return AdaptiveParams.unpack(bytes.fromhex(d["adapt_params"]), d["adapt_version"]).nn
+    except (ShazipError, KeyError):  # parameters this shazip does not know: assume the model runs
+        return True
 
 
 def _count(n: int, unit: str) -> str:
@@ -886,12 +909,7 @@ def _list_one(d: dict) -> None:
                + (f", {_count(d['threads'], 'thread')}" if d["threads"] else "")
                + (f", adaptive stage v{d['adapt_version']}{_stage_models(d)} (parameters {d['adapt_params']})"
                   if d["adapt_version"] else ", no adaptive stage"))
-    from .modelfile import BUNDLED_DIR, installed, installed_names
-    shelves = installed()
-    known = [f"{n} ({'bundled' if shelves[n][0] == BUNDLED_DIR else 'yours'})"
-             for n in installed_names(bytes.fromhex(d["model_id"]))]
-    name = d["model_name"] or (" / ".join(known) if known else "(not recorded, not installed here)")
-    click.echo(f"model {name}, id {d['model_id']}")
+    click.echo(f"model {_model_of(d)[1]}")
     ratio = 8 * d["archive_bytes"] / d["total_len"] if d["total_len"] else 0.0
     click.echo(f"original {_count(d['total_len'], 'byte')}, archive {_count(d['archive_bytes'], 'byte')} "
                f"({ratio:.3f} bits/byte)")
@@ -933,7 +951,7 @@ def models(add: str | None, name: str | None, bench_json: Path | None, into_pack
         if not found:
             click.echo("no models installed")
         user = user_models_dir()
-        for name, (folder, e) in found.items():
+        for name, (folder, e) in sorted(found.items(), key=lambda item: item[1][0] != user):  # yours first
             click.echo("\n".join(_describe_model(name, e, "yours, in " + str(user) if folder == user else "bundled")))
     run_command(body)
 

@@ -815,7 +815,7 @@ def test_a_file_named_like_a_command_is_pointed_out(tmp_path, monkeypatch):
 def test_listing_counts_in_words(tmp_path):
     (tmp_path / "one").write_bytes(b"x")
     assert_ok(run("-1", "-q", tmp_path / "one"))
-    r = run("-l", tmp_path / "one.shz")
+    r = run("-lv", tmp_path / "one.shz")
     assert "original 1 byte," in r.stdout and ", 1 block\n" in r.stdout
 
 
@@ -832,5 +832,5 @@ def test_listing_names_the_levels_whose_stage_an_archive_has(tmp_path):
     src.write_bytes(b"the stage's models, named by level " * 200)
     for level, named in (("-1", "the models of level -1 ("), ("-7", "the models of levels -7 / -8 / -9 (")):
         assert_ok(run(level, "-f", "-q", src, "--model", Path(__file__).parent / "data" / "tiny-trained.safetensors"))
-        r = run("-l", tmp_path / "t.txt.shz")
+        r = run("-lv", tmp_path / "t.txt.shz")
         assert named in r.stdout, r.stdout

@@ -74,7 +74,7 @@ def test_command_line(tmp_path, trained, parts):
     r = run_in(["-d", "-c", *model], blob)
     assert_ok(r)
     assert r.stdout_bytes == want
-    r = run("-l", tmp_path / "abc.shz")
+    r = run("-lv", tmp_path / "abc.shz")
     assert_ok(r)
     assert "archive 3 of 3" in r.stdout
     # `cat a.shz b.shz | shazip -d` in a real pipe

@@ -136,7 +136,7 @@ def test_listing_several_archives_names_each_and_the_model_as_the_user_knows_it(
     for name in ("a.txt", "b.txt"):
         (tmp_path / name).write_bytes(name.encode() * 50)
     assert_ok(run("-q", tmp_path / "a.txt", tmp_path / "b.txt"))
-    r = run("-l", tmp_path / "a.txt.shz", tmp_path / "b.txt.shz")
+    r = run("-lv", tmp_path / "a.txt.shz", tmp_path / "b.txt.shz")
     assert_ok(r)
     assert f"{tmp_path / 'a.txt.shz'}:" in r.stdout and f"{tmp_path / 'b.txt.shz'}:" in r.stdout
     assert r.stdout.count("model default") == 2 and "(bundled), id " in r.stdout

@@ -75,7 +75,7 @@ def ordered_map(fn: Callable[[int, T, Callable[[], None]], R], items: Iterable[T
                 for f in pending:
                     f.cancel()
     finally:
-        _hand_back()
+        hand_back()
 
 
 class Shares:
@@ -128,7 +128,7 @@ class Shares:
         return self.usable // n + (i < self.usable % n)
 
 
-def _hand_back() -> None:
+def hand_back() -> None:
     """Returns to the system the memory the workers' heaps hold free. glibc gives each thread
     an arena of its own and keeps what a thread freed in it: a process that decodes frames at
     once call after call (a server) grew to hundreds of MB and more, and kept them (100 calls
