@@ -87,14 +87,15 @@ class ShazipFile(io.BufferedIOBase):
         self._error: ShazipError | None = None  # raised again by every read until a seek starts afresh
 
     def _frames(self) -> list[tuple[Frame, int]]:
-        """Each archive (frame) with its offset in the decoded data, read once
-        from the seek table, each entry confirmed by its frame, or else from the archives'
-        structure (frames.index); the file is left where decoding needs it."""
+        """Each archive (frame) with its offset in the decoded data, read once from the
+        archives' structure, every checksum and every frame's link to the one before checked
+        (frames.index, strict: a seek decodes a frame alone, so its place must be proven), the
+        seek table checked against them; the file is left where decoding needs it."""
         if self._index is None:
             where = self._fp.tell()
             self._fp.seek(self._start)
             try:
-                frames = index(self._fp)
+                frames = index(self._fp, strict=True)
             finally:
                 self._fp.seek(where)
             starts = itertools.accumulate((f.decoded for f in frames), initial=0)

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
 from typing import BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from ..errors import ArchiveError
-from ..format import seektable
+from ..format import crc, seektable
 from ..format.chain import Chain
 from ..format.container import ArchiveReader, Place, frame_ends
 
@@ -170,14 +170,17 @@ class Frame:
     place: Place
 
 
-def index(src: BinaryIO, limit: int | None = None) -> list[Frame] | None:
+def index(src: BinaryIO, limit: int | None = None, strict: bool = False) -> list[Frame] | None:
     """The archives (frames) of a seekable src from where it stands, then back there. From the
     seek table at its end when there is one that covers them and that every frame confirms
-    (its two ends read: its size, index, output and whether more follow, in one chain); else
-    from the archives' structure (headers, block headers, trailers: nothing is decoded), where
-    a damaged archive, a frame missing, repeated or foreign, or a seek table that disagrees
-    with the frames raises, as the streaming decoder would, before anything is written. None
-    where the frames cannot be had cheaply: src cannot seek, or an archive is larger than
+    (its two ends read: its size, index, output and whether more follow, in one chain); else,
+    or if `strict`, from the archives' structure (headers, block headers, trailers, each
+    checksum: nothing is decoded), where a damaged archive, a frame missing, repeated or foreign
+    (its link to the frame before, the crc of that frame's data, worked out from its blocks'),
+    or a seek table that disagrees with the frames raises, as the streaming decoder would,
+    before anything is written. `strict` is for a reader that will decode some frames alone (a
+    seek): their places must be proven, since decoding them cannot prove the frames before.
+    None where the frames cannot be had cheaply: src cannot seek, or an archive is larger than
     `limit` bytes (one old unframed archive: it streams instead of being held in memory)."""
     try:
         if not src.seekable():
@@ -186,7 +189,7 @@ def index(src: BinaryIO, limit: int | None = None) -> list[Frame] | None:
     except (AttributeError, OSError, ValueError):
         return None
     try:
-        frames = _from_table(src, start)
+        frames = None if strict else _from_table(src, start)
         if frames is None:
             src.seek(start)
             frames = _scanned(src, start, limit)
@@ -224,12 +227,14 @@ def _scanned(src: BinaryIO, start: int, limit: int | None) -> list[Frame] | None
     while True:
         reader = ArchiveReader(src, lead, more=True)
         chain.begin(reader.place())
-        for _ in reader.blocks():
+        data_crc = 0  # the crc of the frame's data, from its blocks' (the next frame's link)
+        for bh, _ in reader.blocks():
             if limit is not None and reader.bytes_read > limit:
                 return None
+            data_crc = crc.combine(data_crc, bh.data_crc, bh.orig_len)
         end = at + reader.bytes_read - len(reader.after) - reader.skipped  # the seek table is no frame's
         frames.append(Frame(at, end, reader.trailer.total_len, reader.place()))
-        chain.end(reader.place(), end - at, reader.trailer.total_len, None, reader.skipped)
+        chain.end(reader.place(), end - at, reader.trailer.total_len, data_crc, reader.skipped)
         if reader.table is not None:
             chain.table(reader.table)
         at, lead = end + reader.skipped, reader.after
