@@ -31,7 +31,7 @@ import os
 from typing import BinaryIO, Iterator
 
 from .api import Compressor, ShazipCompressor, iter_decompress
-from .codec.frames import Frame, index
+from .codec.frames import Frame, scan
 from .errors import ShazipError
 from .format.container import Place
 from .modelfile import LoadedModel
@@ -67,7 +67,9 @@ class ShazipFile(io.BufferedIOBase):
                 self._start: int | None = self._fp.tell() if self._fp.seekable() else None
             except (AttributeError, OSError):  # an object with only read() is a stream, as before
                 self._start = None
-            self._index: list[tuple[Frame, int]] | None = None  # the frames, for seeking (`_frames`)
+            self._index: list[tuple[Frame, int]] = []  # the frames proven so far, for seeking (`_proven`)
+            self._scan: Iterator[Frame] | None = None  # the scan that proves them, and where it stands
+            self._scan_at, self._scan_error = self._start, None
             self._begin()
         else:
             self._writer: ShazipCompressor | None = compressor.compressobj()
@@ -86,21 +88,36 @@ class ShazipFile(io.BufferedIOBase):
         self._buf, self._pos, self._at = b"", 0, at
         self._error: ShazipError | None = None  # raised again by every read until a seek starts afresh
 
-    def _frames(self) -> list[tuple[Frame, int]]:
-        """Each archive (frame) with its offset in the decoded data, read once from the
-        archives' structure, every checksum and every frame's link to the one before checked
-        (frames.index, strict: a seek decodes a frame alone, so its place must be proven), the
-        seek table checked against them; the file is left where decoding needs it."""
-        if self._index is None:
+    def _proven(self, upto: int | None) -> list[tuple[Frame, int]]:
+        """The frames, each with its offset in the decoded data, proven (frames.scan: every
+        checksum, each frame's place and link to the one before) from the archive's start until
+        one holds decoded offset `upto` (None: all of them). A seek decodes a frame alone, so
+        the frames before it must be proven as a stream would prove them; those after are not
+        read. The file is left where decoding needs it; a scan that failed fails again."""
+        if self._scan is None:
+            self._scan = scan(self._fp, self._start)
+        while self._scan_error is None and self._scan_at is not None and (upto is None or self._proven_end() <= upto):
             where = self._fp.tell()
-            self._fp.seek(self._start)
+            self._fp.seek(self._scan_at)
             try:
-                frames = index(self._fp, strict=True)
+                frame = next(self._scan, None)
+            except ShazipError as e:
+                self._scan_error = e
+                frame = None
             finally:
+                self._scan_at = self._fp.tell() if self._scan_error is None else None
                 self._fp.seek(where)
-            starts = itertools.accumulate((f.decoded for f in frames), initial=0)
-            self._index = list(zip(frames, starts))
+            if frame is None:
+                self._scan_at = None
+            else:
+                self._index.append((frame, self._proven_end()))
+        if self._scan_error is not None:
+            raise self._scan_error
         return self._index
+
+    def _proven_end(self) -> int:
+        """Where the decoded data of the frames proven so far ends."""
+        return self._index[-1][1] + self._index[-1][0].decoded if self._index else 0
 
     def _fill(self) -> bool:
         """Decodes the next block into the buffer; False at the end of the archive. A damaged
@@ -158,13 +175,13 @@ class ShazipFile(io.BufferedIOBase):
         if whence == io.SEEK_CUR:
             offset += self.tell()
         elif whence == io.SEEK_END:
-            offset += sum(f.decoded for f, _ in self._frames())
+            offset += sum(f.decoded for f, _ in self._proven(None))
         elif whence != io.SEEK_SET:
             raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
         if offset < 0:
             raise ValueError(f"negative seek position {offset}")
         if not self._at <= offset <= self._at + len(self._buf):  # not in the block in hand
-            frames = self._frames()
+            frames = self._proven(offset)
             k = max(bisect.bisect_right([start for _, start in frames], offset) - 1, 0)
             frame, start = frames[k]
             if offset < self._at or start > self._at + len(self._buf):  # behind, or frames ahead: jump there

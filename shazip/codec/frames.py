@@ -170,18 +170,16 @@ class Frame:
     place: Place
 
 
-def index(src: BinaryIO, limit: int | None = None, strict: bool = False) -> list[Frame] | None:
+def index(src: BinaryIO, limit: int | None = None) -> list[Frame] | None:
     """The archives (frames) of a seekable src from where it stands, then back there. From the
     seek table at its end when there is one that covers them and that every frame confirms
-    (its two ends read: its size, index, output and whether more follow, in one chain); else,
-    or if `strict`, from the archives' structure (headers, block headers, trailers, each
-    checksum: nothing is decoded), where a damaged archive, a frame missing, repeated or foreign
-    (its link to the frame before, the crc of that frame's data, worked out from its blocks'),
-    or a seek table that disagrees with the frames raises, as the streaming decoder would,
-    before anything is written. `strict` is for a reader that will decode some frames alone (a
-    seek): their places must be proven, since decoding them cannot prove the frames before.
-    None where the frames cannot be had cheaply: src cannot seek, or an archive is larger than
-    `limit` bytes (one old unframed archive: it streams instead of being held in memory)."""
+    (its two ends read: its size, index, output and whether more follow, in one chain); else
+    from the archives' structure (`scan`), where a damaged archive, a frame missing, repeated
+    or foreign, or a seek table that disagrees with the frames raises, as the streaming decoder
+    would, before anything is written. For a reader that decodes the frames it finds, each
+    proving itself; one that decodes a frame alone (a seek) takes `scan`'s. None where the
+    frames cannot be had cheaply: src cannot seek, or an archive is larger than `limit` bytes
+    (one old unframed archive: it streams instead of being held in memory)."""
     try:
         if not src.seekable():
             return None
@@ -189,7 +187,7 @@ def index(src: BinaryIO, limit: int | None = None, strict: bool = False) -> list
     except (AttributeError, OSError, ValueError):
         return None
     try:
-        frames = None if strict else _from_table(src, start)
+        frames = _from_table(src, start)
         if frames is None:
             src.seek(start)
             frames = _scanned(src, start, limit)
@@ -223,24 +221,42 @@ def _from_table(src: BinaryIO, start: int) -> list[Frame] | None:
 
 
 def _scanned(src: BinaryIO, start: int, limit: int | None) -> list[Frame] | None:
-    frames, lead, at, chain = [], b"", start, Chain()
+    try:
+        return list(scan(src, start, limit))
+    except _TooLarge:
+        return None
+
+
+class _TooLarge(Exception):
+    """An archive longer than the scan's limit."""
+
+
+def scan(src: BinaryIO, start: int, limit: int | None = None) -> Iterator[Frame]:
+    """The frames of src, which stands at `start`, each proven before it is given: its
+    structure and every checksum (chained in format 4: its trailer's too), its place in one
+    chain of frames, and its link to the frame before (the crc of that frame's data, worked out
+    from its blocks' crcs); the seek table at the end checked against them. Nothing is decoded.
+    A reader that decodes a frame alone (a seek) has nothing else to prove it by, so it takes
+    its frames from here, as far as it needs; the file position is the scan's between frames."""
+    lead, at, chain = b"", start, Chain()
     while True:
         reader = ArchiveReader(src, lead, more=True)
         chain.begin(reader.place())
         data_crc = 0  # the crc of the frame's data, from its blocks' (the next frame's link)
         for bh, _ in reader.blocks():
             if limit is not None and reader.bytes_read > limit:
-                return None
+                raise _TooLarge
             data_crc = crc.combine(data_crc, bh.data_crc, bh.orig_len)
         end = at + reader.bytes_read - len(reader.after) - reader.skipped  # the seek table is no frame's
-        frames.append(Frame(at, end, reader.trailer.total_len, reader.place()))
         chain.end(reader.place(), end - at, reader.trailer.total_len, data_crc, reader.skipped)
         if reader.table is not None:
             chain.table(reader.table)
-        at, lead = end + reader.skipped, reader.after
-        if not lead:
+        if not reader.after:
             chain.close()
-            return frames
+        yield Frame(at, end, reader.trailer.total_len, reader.place())
+        if not reader.after:
+            return
+        at, lead = end + reader.skipped, reader.after
 
 
 def declared_size(src: BinaryIO) -> int | None:
