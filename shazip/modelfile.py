@@ -26,6 +26,8 @@ import hashlib
 import json
 import math
 import os
+import re
+import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 FORMAT = "shazip-model/1"
 BUNDLED_DIR = Path(__file__).parent / "models"
 MAX_HEADER = 1 << 20  # a safetensors JSON header larger than this is not ours
+MAX_INDEX = 1 << 20  # a models folder's index.json larger than this is not one shazip wrote
 
 
 @dataclass
@@ -289,11 +292,61 @@ def user_models_dir() -> Path:
 
 
 def _index(folder: Path) -> dict[str, dict]:
+    """A models folder's index.json (none: no models), each entry checked: a name to a file in
+    that folder, its sha256 and its size (what `bundle_model` writes). A folder is anyone's to
+    write, so nothing in it is trusted further than it is checked."""
     idx = folder / "index.json"
+    if not os.path.lexists(idx):
+        return {}
     try:
-        return json.loads(idx.read_text()) if idx.exists() else {}
-    except (OSError, ValueError) as e:
-        raise ModelError(f"{idx}: the model index is unreadable ({e})") from None
+        with _open_regular(idx, str(idx)) as f:
+            text = f.read(MAX_INDEX + 1)
+        if len(text) > MAX_INDEX:
+            raise ModelError(f"{idx}: the model index is damaged (over {MAX_INDEX:,} bytes)")
+        entries = json.loads(text)
+    except OSError as e:
+        raise ModelError(f"{idx}: the model index is unreadable ({e.strerror or e})") from None
+    except ValueError as e:
+        raise ModelError(f"{idx}: the model index is damaged ({e})") from None
+    problem = _index_problem(entries)
+    if problem:
+        raise ModelError(f"{idx}: the model index is damaged ({problem})")
+    return entries
+
+
+def _index_problem(entries: object) -> str | None:
+    """What is wrong with an index's entries, if anything."""
+    if not isinstance(entries, dict):
+        return f"a JSON {type(entries).__name__}, not an object of models"
+    for name, e in entries.items():
+        if not isinstance(e, dict):
+            return f"model {name!r} is a {type(e).__name__}, not an object"
+        if not _NAME.fullmatch(name):
+            return f"model name {name!r} is not letters, digits, '-' or '_'"
+        if not isinstance(e.get("file"), str) or not _FILE.fullmatch(e["file"]):
+            return f"model {name!r}: its file is not a file name in the folder"
+        if not isinstance(e.get("sha256"), str) or not re.fullmatch(r"[0-9a-f]{64}", e["sha256"]):
+            return f"model {name!r}: its sha256 is not 64 hex digits"
+        if type(e.get("bytes")) is not int or e["bytes"] < 0:
+            return f"model {name!r}: its size is not a number of bytes"
+        if not isinstance(e.get("figures", {}), dict):
+            return f"model {name!r}: its figures are not an object"
+    return None
+
+
+_NAME = re.compile(r"[A-Za-z0-9_-]+")  # a model's name (what --model takes)
+_FILE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")  # a file in the folder itself (no path, not hidden)
+
+
+def _open_regular(path: Path, where: str):
+    """`path` opened for reading if it is a regular file, else ModelError: opened without
+    blocking (a FIFO would wait for a writer forever) and judged on the open descriptor, so no
+    other file can take its place between the check and the read (/dev/zero would never end)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ModelError(f"{where}: not a regular file")
+    return os.fdopen(fd, "rb")
 
 
 def bundled_index() -> dict[str, dict]:
@@ -316,9 +369,9 @@ def bundle_model(src: str | Path, name: str | None = None, bench: dict | None = 
     `shazip bench` result for this very file, whose headline figures are recorded beside the
     trainer's."""
     path = Path(src)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ModelError(f"model not found: '{src}'")
-    blob = path.read_bytes()  # read once: the recorded sha256 is that of the weights checked here
+    blob = _read_file(path)  # read once: the recorded sha256 is that of the weights checked here
     loaded = model_from_bytes(blob, str(path), path)
     name = name or loaded.name
     into = user_models_dir() if into is None else into
@@ -327,7 +380,7 @@ def bundle_model(src: str | Path, name: str | None = None, bench: dict | None = 
                **loaded.info}
     if bench is not None:
         figures["bench"] = bench_figures(bench, hashlib.sha256(blob).hexdigest())
-    if not name.replace("-", "").replace("_", "").isalnum():
+    if not _NAME.fullmatch(name):
         raise ModelError(f"model name '{name}' must be letters, digits, '-' or '_'")
     try:
         into.mkdir(parents=True, exist_ok=True)
@@ -364,10 +417,7 @@ def load_model(spec: str | os.PathLike = "default") -> LoadedModel:
     if isinstance(spec, str) and spec in idx:
         folder, entry = idx[spec]
         path = folder / entry["file"]
-        try:
-            blob = path.read_bytes()
-        except OSError as e:
-            raise ModelError(f"model '{spec}': cannot read {path} ({e.strerror})") from None
+        blob = _read_file(path, f"model '{spec}' ({path})", entry["bytes"])
         if hashlib.sha256(blob).hexdigest() != entry["sha256"]:
             raise ModelError(f"model '{spec}' is damaged (sha256 mismatch): "
                              + ("reinstall shazip" if folder == BUNDLED_DIR else "add it again (shazip models --add)"))
@@ -378,19 +428,23 @@ def load_model(spec: str | os.PathLike = "default") -> LoadedModel:
                 loaded.info.setdefault(key, value)
         return loaded
     path = Path(spec)
-    if not path.is_file():
+    if not os.path.lexists(path) or os.path.isdir(path):
         known = ", ".join(sorted(idx)) or "none bundled"
         raise ModelError(f"model not found: '{spec}' (bundled: {known})")
     return model_from_bytes(_read_file(path), str(path), path)
 
 
-def _read_file(path: Path) -> bytes:
-    """A model file's bytes, read only once its header (read first) is a shazip model's and
+def _read_file(path: Path, where: str | None = None, size: int | None = None) -> bytes:
+    """A model file's bytes, read only once it is a regular file (`_open_regular`) of `size`
+    bytes where the index records one, and its header (read first) is a shazip model's and
     describes tensors that end where the file does: a file larger or shorter than its header
     says (a valid header before gigabytes of anything) is refused at once, not read whole."""
-    where = str(path)
+    where = where or str(path)
     try:
-        with open(path, "rb") as f:
+        with _open_regular(path, where) as f:
+            if size is not None and os.fstat(f.fileno()).st_size != size:
+                raise ModelError(f"{where}: damaged ({os.fstat(f.fileno()).st_size:,} bytes where the models "
+                                 f"folder's index records {size:,})")
             size = os.fstat(f.fileno()).st_size
             head = f.read(8)
             if len(head) == 8:

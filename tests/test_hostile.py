@@ -5,15 +5,21 @@ answered exactly."""
 from __future__ import annotations
 
 import io
+import json
+import os
 import random
 import struct
+import time
 import zlib
+from pathlib import Path
 
 import pytest
 
 import shazip
 from shazip.codec.frames import index
 from shazip.format import crc, seektable
+
+from test_cli import assert_ok, run
 
 
 def test_crc_of_joined_pieces_from_their_crcs():
@@ -67,3 +73,68 @@ def test_a_forged_trailer_with_a_table_to_match_is_refused_by_a_seek(framed):
             with shazip.open(io.BytesIO(bytes(forged))) as f:
                 f.seek(*seek)
                 f.read(100)
+
+
+def _hostile_folder(folder, **entry) -> None:
+    """A user models folder whose index names `default` as `entry` says (its sha256 and size
+    the bundled default's unless given), so that every default-level decode looks there."""
+    from shazip.modelfile import bundled_index
+    real = bundled_index()["default"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "index.json").write_text(json.dumps({"default": {**real, **entry}}))
+
+
+def _one_line(r, *says: str, code: int = 1) -> None:
+    assert r.exit_code == code, (r.exit_code, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    for s in says:
+        assert s in lines[0], lines[0]
+
+
+@pytest.fixture()
+def default_archive(tmp_path) -> Path:
+    from shazip.modelfile import bundled_index
+    if "default" not in bundled_index():
+        pytest.skip("a checkout without the bundled model")
+    src = tmp_path / "a.txt"
+    src.write_bytes(b"the models folder is anyone's to write\n" * 50)
+    assert_ok(run("-q", src))
+    return tmp_path / "a.txt.shz"
+
+
+@pytest.mark.parametrize("index, says", [
+    ("[]", "a JSON list, not an object of models"), ('{"x": 5}', "model 'x' is a int, not an object"),
+    ('{"default": {"file": "/dev/zero", "sha256": "00", "bytes": 1}}', "its file is not a file name in the folder"),
+    ("{not json", "the model index is damaged"),
+])
+def test_a_damaged_index_is_one_line_everywhere(default_archive, own_models_folder, index, says):
+    (own_models_folder / "index.json").write_text(index)
+    for args in (["-d", "-c", default_archive], ["-l", default_archive], ["models"]):
+        _one_line(run(*args), "index.json: the model index is damaged", says)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_a_model_entry_that_is_no_regular_file_is_refused_at_once(default_archive, own_models_folder):
+    """A link to /dev/zero under the default's name and sha256 was read until the OOM killer."""
+    _hostile_folder(own_models_folder, file="zero.safetensors")
+    os.symlink("/dev/zero", own_models_folder / "zero.safetensors")
+    os.mkfifo(own_models_folder / "fifo.safetensors")
+    start = time.monotonic()
+    _one_line(run("-d", "-c", default_archive), "zero.safetensors", "not a regular file")
+    _hostile_folder(own_models_folder, file="fifo.safetensors")
+    _one_line(run("-d", "-c", default_archive), "fifo.safetensors", "not a regular file")
+    _one_line(run("models", "--add", own_models_folder / "fifo.safetensors"), "not a regular file")
+    _one_line(run("-d", "-c", "--model", own_models_folder / "fifo.safetensors", default_archive), "not a regular file")
+    assert time.monotonic() - start < 30
+
+
+def test_a_model_file_larger_than_its_entry_is_not_read(default_archive, own_models_folder):
+    """A 30 GB (sparse) file under the default's name: refused from its size, not read."""
+    _hostile_folder(own_models_folder, file="big.safetensors")
+    with open(own_models_folder / "big.safetensors", "wb") as f:
+        f.truncate(30 << 30)
+    start = time.monotonic()
+    _one_line(run("-d", "-c", default_archive), "big.safetensors", "damaged (32,212,254,720 bytes where")
+    _one_line(run("models", "--add", own_models_folder / "big.safetensors"), "not a shazip model")
+    assert time.monotonic() - start < 30
