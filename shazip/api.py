@@ -30,7 +30,8 @@ from .errors import ArchiveError, CorruptArchive, ModelError, ShazipError, Unsup
 from .format import seektable
 from .format.chain import Chain
 from .format.container import (
-    ALL_METHODS, BLOCK_HEADER_BYTES, BOUND_HINT, OVERRUN, SKIP_MAGIC, ArchiveReader, ArchiveWriter, Method, Place,
+    ALL_METHODS, BLOCK_HEADER_BYTES, BOUND_HINT, MAX_TABLE, OVERRUN, SKIP_MAGIC, TABLE_TAG, ArchiveReader,
+    ArchiveWriter, Method, Place,
     first_unit, read_upto, record_length, verify_block,
 )
 from .format.header import COMPACT, MAGIC, MAX_BLOCK_SIZE, MAX_HEADER, Header, chained
@@ -594,6 +595,7 @@ class ShazipDecompressor:
         self._ended = False  # the units so far hold the whole frame in hand
         self._done = False  # the output's end was read
         self._skip: int | None = None  # a skippable frame's bytes still to drop
+        self._kept: bytearray | None = None  # its content so far, where it may be a seek table (to be checked)
         self._error: ShazipError | None = None
         self._check = True
         self.eof = False
@@ -601,8 +603,11 @@ class ShazipDecompressor:
 
     @property
     def needs_input(self) -> bool:
-        """False where a call (with b"" if need be) can return more without more input."""
-        return not self.eof and not self._out and not self._done and self._unit() is None
+        """False where a call (with b"" if need be) can return more without more input. A
+        skippable frame takes every byte as it comes: it needs more until its end."""
+        if self.eof or self._out or self._done:
+            return False
+        return self._skip is not None or bytes(self._buf[:len(SKIP_MAGIC)]) == SKIP_MAGIC or self._unit() is None
 
     def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         if self._error is not None:  # a damaged archive stays damaged: never a clean end after it
@@ -654,20 +659,27 @@ class ShazipDecompressor:
         yield from _frame_blocks(reader, self._chain, self._model, None, self._hw, self._engines)
 
     def _skipping(self) -> bool:
-        """Whether the input is a skippable frame: its bytes are dropped as they come (nothing
-        holds them), and its end is this decompressor's end."""
+        """Whether the input is a skippable frame: its bytes are dropped as they come (only one
+        small enough to be a seek table is held, to be checked: a damaged table is an error, as
+        every reader makes it), and its end is this decompressor's end."""
         if self._skip is None:
             if bytes(self._buf[:len(SKIP_MAGIC)]) != SKIP_MAGIC:
                 return False  # an archive (or a prefix both magics share: `_unit` waits on it)
             head = len(SKIP_MAGIC) + 4  # the magic and the length, u32
             if len(self._buf) < head:
                 return True
-            self._skip = head + int.from_bytes(self._buf[len(SKIP_MAGIC):head], "little")
+            n = int.from_bytes(self._buf[len(SKIP_MAGIC):head], "little")
+            self._skip, self._kept = n, bytearray() if n <= MAX_TABLE else None
+            del self._buf[:head]
         n = min(self._skip, len(self._buf))
+        if self._kept is not None:
+            self._kept += self._buf[:n]
         del self._buf[:n]
         self._skip -= n
         if not self._skip:
-            self._done, self.unused_data = True, bytes(self._buf)
+            if self._kept is not None and self._kept.endswith(TABLE_TAG) and seektable.parse(bytes(self._kept)) is None:
+                raise CorruptArchive("the seek table is damaged")
+            self._done, self._kept, self.unused_data = True, None, bytes(self._buf)
             self._buf.clear()
         return True
 

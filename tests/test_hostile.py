@@ -138,3 +138,42 @@ def test_a_model_file_larger_than_its_entry_is_not_read(default_archive, own_mod
     _one_line(run("-d", "-c", default_archive), "big.safetensors", "damaged (32,212,254,720 bytes where")
     _one_line(run("models", "--add", own_models_folder / "big.safetensors"), "not a shazip model")
     assert time.monotonic() - start < 30
+
+
+def _decode_in_pieces(blob: bytes, cut: int) -> bytes:
+    """lzma's documented loop over pieces (two, cut at `cut`): a new decompressor for what one
+    leaves as `unused_data`, more input where it `needs_input`, else a call with b""; a call that
+    gives nothing and asks for nothing is a spin."""
+    pieces, out, d, pending = [p for p in (blob[:cut], blob[cut:]) if p], [], shazip.ShazipDecompressor(), b""
+    for _ in range(1000):
+        if d.eof:
+            pending, d = d.unused_data + pending, shazip.ShazipDecompressor()
+            if not pending and not pieces:
+                return b"".join(out)
+        if d.needs_input:
+            if not pending and not pieces:
+                raise AssertionError("input ended inside a unit")
+            data, pending = (pending, b"") if pending else (pieces.pop(0), b"")
+            out.append(d.decompress(data))
+        else:
+            got = d.decompress(b"")
+            assert got or d.eof or d.needs_input, "a spin: nothing given, nothing asked for"
+            out.append(got)
+    raise AssertionError("no end")
+
+
+def test_the_decompressor_never_spins_on_a_piece_that_ends_inside_the_seek_table(framed):
+    data, a, _ = framed
+    table = len(seektable.pack(seektable.read(io.BytesIO(a), 0)))
+    for cut in range(len(a) - table - 2, len(a) + 1):
+        assert _decode_in_pieces(a, cut) == data, cut
+
+
+def test_the_decompressor_checks_a_seek_table_it_is_given(framed):
+    _, a, _ = framed
+    table = bytearray(seektable.pack(seektable.read(io.BytesIO(a), 0)))
+    d = shazip.ShazipDecompressor()
+    assert d.decompress(bytes(table)) == b"" and d.eof  # an intact table: read past, nothing decoded
+    table[12] ^= 1  # a frame's size in it
+    with pytest.raises(shazip.CorruptArchive, match="the seek table is damaged"):
+        shazip.ShazipDecompressor().decompress(bytes(table))
