@@ -135,9 +135,15 @@ def _show_bar(quiet: bool, progress: bool | None) -> bool | None:
 
 
 def shown(name: str) -> str:
-    """A file name as text fit for a terminal: bytes that are not UTF-8 (which Python keeps as
-    lone surrogates) as \\xNN escapes, as `ls -b` shows them."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """A name (a file's, or one an archive records) as text fit for a terminal, as `ls -b`
+    shows it: bytes that are not UTF-8 (which Python keeps as lone surrogates) and control
+    characters as \\xNN escapes (a newline would forge a line of its own, an escape sequence
+    command the terminal), and the marks that reorder text (bidi overrides) as \\uNNNN."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _UNSHOWN.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _standard(name: str) -> BinaryIO:
@@ -785,7 +791,7 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, bar:
         line = (f"{file}: lost archive bytes {x.start}-{x.end} (output from byte {x.output_at} on is missing data "
                 f"there): {x.reason}")
         if i + 1 < len(lost):
-            click.echo(f"shazip: {line}", err=True)
+            click.echo(f"shazip: {shown(line)}", err=True)
         else:
             raise CorruptArchive(line)
     if remove and file != "-" and dest is not None and not test:
@@ -842,7 +848,7 @@ class _Table:
                 raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
         packed = sum(d["archive_bytes"] + d["skipped_bytes"] for d in archives)
         plain = sum(d["total_len"] for d in archives)
-        models = list(dict.fromkeys(_model_of(d)[0] or "none" for d in archives))
+        models = list(dict.fromkeys(shown(_model_of(d)[0] or "none") for d in archives))
         name = "standard input" if file == "-" else shown(file[:-len(suffix)] if file.endswith(suffix) else file)
         self._line(packed, plain, " + ".join(models), name)
         self.rows.append((packed, plain))
@@ -870,7 +876,7 @@ def _model_of(d: dict) -> tuple[str | None, str]:
         return None, f"none needed (its blocks decode without one; the header records id {d['model_id']})"
     shelves = installed()
     where = [f"{n} ({'bundled' if shelves[n][0] == BUNDLED_DIR else 'yours'})" for n in known]
-    return name, f"{d['model_name'] or ' / '.join(where) or '(not recorded, not installed here)'}, id {d['model_id']}"
+    return name, f"{shown(d['model_name']) or ' / '.join(where) or '(not recorded, not installed here)'}, id {d['model_id']}"
 
 
 def _runs_model(d: dict) -> bool:

@@ -177,3 +177,17 @@ def test_the_decompressor_checks_a_seek_table_it_is_given(framed):
     table[12] ^= 1  # a frame's size in it
     with pytest.raises(shazip.CorruptArchive, match="the seek table is damaged"):
         shazip.ShazipDecompressor().decompress(bytes(table))
+
+
+def test_a_name_from_an_archive_is_escaped_for_the_terminal(tmp_path, text):
+    """A model name recorded in an archive with a newline (a forged second line) and escape
+    sequences: every message and listing shows it escaped, on one line."""
+    model = shazip.load(str(Path(__file__).parent / "data" / "tiny-trained.safetensors"))
+    model.name = "evil\nshazip: all files OK\x1b[2J\u202e"
+    arc = tmp_path / "a.shz"
+    arc.write_bytes(shazip.compress(text[:3000], 6, model=model))
+    r = run("-d", "-c", arc)
+    _one_line(r, "evil\\x0ashazip: all files OK\\x1b[2J\\u202e")
+    listing = run("-lv", arc).stdout
+    assert "model evil\\x0ashazip: all files OK\\x1b[2J\\u202e, id" in listing and "\x1b" not in listing
+    assert "\x1b" not in run("-l", arc).stdout
