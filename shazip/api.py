@@ -848,12 +848,16 @@ class Lost:
 def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None = None,
                    progress: Progress | None = None, threads: int = 0, device: str = "cpu") -> list[Lost]:
     """Writes every intact block of a damaged stream of archives (frames) to dst, in order, and
-    returns what was lost, from the first byte not written for: where an archive fails, the
+    returns what was lost, from the first byte not written for. Where an archive fails, the
     rest of it is skipped and decoding goes on at the next archive's magic (found by search: the
-    damaged one's structure cannot be trusted), so damage stays inside its frame; a frame that
-    does not belong where it stands (missing, repeated, foreign) is skipped whole, and a stream
-    that ends while a frame is awaited is reported at its end. Every block written was verified.
-    src must be seekable (a file)."""
+    damaged one's structure cannot be trusted), so damage stays inside its frame; an archive
+    found so is taken only if its whole structure holds and what follows it is the stream's
+    end, a skippable frame or another archive (an archive stored inside a damaged one's block is
+    followed by that block's bytes: its data was never this output's). A frame that does not
+    belong where it stands is named: a repeated one is skipped; after frames missing, or where
+    another output's frames begin, the frames that follow are written from there, the loss
+    named at that point. A stream that ends while a frame is awaited is reported at its end.
+    Every block written was verified. src must be seekable (a file)."""
     hw = Hardware.of(threads, device)
     engines = _Engines()
     lost: list[Lost] = []
@@ -864,10 +868,23 @@ def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None
         src.seek(at)
         good = at  # the end of what was written for
         try:
+            if resync and not _stands_alone(src, at):  # not an archive of this stream: search on
+                after = _next_magic(src, at + 1)
+                lost[-1] = replace(lost[-1], end=after if after is not None else end)
+                at = after if after is not None else end
+                continue
+            src.seek(at)
             reader = ArchiveReader(src, more=True)
             if resync:  # after a loss: the next archive is taken where it says it stands
                 chain, resync = Chain(reader.place()), False
-            chain.begin(reader.place())
+            try:
+                chain.begin(reader.place())
+            except ArchiveError as e:  # an intact frame out of place
+                if chain.repeats(reader.place()):
+                    raise
+                lost.append(Lost(at, at, written, f"{e}; the frames from here on are written"))
+                chain = Chain(reader.place())
+                chain.begin(reader.place())
             crc = 0
             for block in _archive_blocks(reader, model, progress, hw, engines):
                 dst.write(block)
@@ -890,6 +907,20 @@ def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None
     except ArchiveError as e:
         lost.append(Lost(end, end, written, str(e)))
     return lost
+
+
+def _stands_alone(src: BinaryIO, at: int) -> bool:
+    """Whether the archive at `at` of src (found by searching for a magic) is one of the stream:
+    its structure whole (every header, block header and trailer and their checksums; nothing
+    decoded), followed by the stream's end, skippable frames, or another archive's magic."""
+    src.seek(at)
+    try:
+        reader = ArchiveReader(src, more=True)
+        for _ in reader.blocks():
+            pass
+    except ArchiveError:
+        return False
+    return MAGIC.startswith(reader.after) if reader.after else True
 
 
 def _next_magic(src: BinaryIO, start: int, chunk: int = 1 << 20) -> int | None:

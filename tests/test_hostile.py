@@ -191,3 +191,37 @@ def test_a_name_from_an_archive_is_escaped_for_the_terminal(tmp_path, text):
     listing = run("-lv", arc).stdout
     assert "model evil\\x0ashazip: all files OK\\x1b[2J\\u202e, id" in listing and "\x1b" not in listing
     assert "\x1b" not in run("-l", arc).stdout
+
+
+def test_recover_never_writes_an_archive_stored_inside_a_damaged_block(tmp_path):
+    """An archive stored verbatim in a raw block (a .shz file inside a tar, say) is found by the
+    search for the next magic after the block's damage: it is followed by the block's bytes, not
+    by the stream's next record, so its text, never this output's, is not written."""
+    rng = random.Random(11)
+    inner = shazip.compress(b"never in the output " * 20, 1)
+    data = rng.randbytes(3000) + inner + rng.randbytes(3000)
+    blob = bytearray(shazip.compress(data, 1, block_size=8192))
+    at = bytes(blob).find(inner)
+    assert at > 0  # stored verbatim
+    blob[at - 100] ^= 1  # the host block's payload, before the inner archive
+    out = io.BytesIO()
+    lost = shazip.recover_stream(io.BytesIO(bytes(blob)), out)
+    assert b"never in the output" not in out.getvalue()
+    assert len(lost) == 1 and lost[0].end == len(blob) and out.getvalue() == b""
+
+
+def test_recover_names_where_another_outputs_frames_begin_and_keeps_them(framed, text):
+    """Frame 0 from another file, then frames 1.. of this one: frame 0 is written (it is whole,
+    the first frame of its output), the change of output is named where it happens, and every
+    frame after it is written (frame 1 was dropped as foreign, frames 2.. appended unannounced)."""
+    data, a, _ = framed
+    other = text[20000:40000]
+    x = shazip.compress(other, 1, block_size=1024, frame_size=4096)
+    fa, fx = index(io.BytesIO(a)), index(io.BytesIO(x))
+    blob = x[fx[0].start:fx[0].end] + a[fa[1].start:]
+    out = io.BytesIO()
+    lost = shazip.recover_stream(io.BytesIO(blob), out)
+    assert out.getvalue() == other[:4096] + data[4096:]
+    first = fx[0].end - fx[0].start
+    assert [(x.start, x.end, x.output_at) for x in lost] == [(first, first, 4096)]
+    assert "frame 1 is from another output" in lost[0].reason and "frames from here on are written" in lost[0].reason

@@ -72,6 +72,11 @@ class Chain:
             raise CorruptArchive(f"frame {k} does not follow frame {k - 1} (it belongs after other data: a frame "
                                  "of another output)")
 
+    def repeats(self, place: Place) -> bool:
+        """Whether an archive at `place` is a frame of the output in hand already read (one that
+        `begin` refuses as repeated)."""
+        return 0 < place.index < self._next and place.output_id == self._id
+
     def end(self, place: Place, archive_bytes: int, decoded: int, data_crc: int | None = None,
             skipped: int = 0) -> None:
         """The archive that `begin` took is read, `place` now whole (its id, `more`); `data_crc`:
