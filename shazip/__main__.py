@@ -1,3 +1,3 @@
-from .cli import main
+from .programs import shazip
 
-main(prog_name="shazip")
+shazip()

@@ -527,7 +527,7 @@ def _on_cluster(scheduler: str, file: str, dest: str | None, force: bool, coding
     from . import distributed
     logging.disable(logging.ERROR)  # Dask's logs: its failures reach the user as shazip's one line (the CLI owns its process)
     try:
-        client = Client(scheduler, timeout="20s")
+        client = Client(scheduler, timeout="5s")
     except (OSError, TimeoutError) as e:
         raise UsageError(f"cannot reach the Dask scheduler {scheduler} ({e})") from None
     with client:
@@ -733,16 +733,6 @@ def _summary(src: str, dest: str | None, compressed: bool) -> str:
     plain, packed = (a, b) if compressed else (b, a)
     rate = f" ({8 * packed / plain:.3f} bits/byte)" if plain else ""
     return f"{a:,} -> {_count(b, 'byte')}{rate}, {shown(dest)}"
-
-
-def unshazip() -> None:
-    """`unshazip FILE...`: `shazip -d FILE...`."""
-    main(["-d", *sys.argv[1:]], prog_name="unshazip")
-
-
-def shazcat() -> None:
-    """`shazcat FILE...`: `shazip -dc FILE...`."""
-    main(["-d", "-c", *sys.argv[1:]], prog_name="shazcat")
 
 
 def _strip_suffix(src: str, suffix: str = SUFFIX) -> str:

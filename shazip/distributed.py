@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import time
 import zlib
 from collections import deque
 from typing import Any, Callable, Iterator
@@ -31,6 +32,7 @@ import fsspec
 
 from .api import Compressor, decode_frame, linked
 from .codec.frames import Frame, index
+from .errors import ShazipError
 from .format import seektable
 from .format.container import Place
 from .options import DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, MAX_FRAME_IN_MEMORY
@@ -67,6 +69,9 @@ def _decompress_frame(url: str, frame: Frame, model: str | None, device: str) ->
     return decode_frame(archive, frame.place, model, None, device)
 
 
+WORKERLESS_S = 30.0  # how long a run waits on a cluster without a worker before it gives up
+
+
 def _in_order(client, fn: Callable, tasks: Iterator[tuple], device: str) -> Iterator[bytes]:
     """fn(*args) for each args of `tasks` on the cluster, results in order, at most two per
     worker thread submitted beyond the one awaited. CUDA tasks go to workers with a GPU."""
@@ -76,9 +81,28 @@ def _in_order(client, fn: Callable, tasks: Iterator[tuple], device: str) -> Iter
     for args in tasks:
         pending.append(client.submit(fn, *args, pure=False, resources=resources))
         if len(pending) > ahead:
-            yield pending.popleft().result()
+            yield _awaited(client, pending.popleft())
     while pending:
-        yield pending.popleft().result()
+        yield _awaited(client, pending.popleft())
+
+
+def _awaited(client, future) -> Any:
+    """The task's result. The scheduler keeps a task whose workers all died until another
+    worker comes, so a cluster left without workers would hold the run forever: after
+    WORKERLESS_S without one, it fails."""
+    alone_since = None
+    while True:
+        try:
+            return future.result(timeout=1)
+        except TimeoutError:
+            pass
+        if client.nthreads():
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+        elif time.monotonic() - alone_since > WORKERLESS_S:
+            raise ShazipError(f"the Dask cluster at {client.scheduler.address} has had no worker for "
+                              f"{WORKERLESS_S:.0f} s (start some: dask worker {client.scheduler.address})")
 
 
 def _write(url: str, parts: Iterator[bytes], replace: bool) -> int:

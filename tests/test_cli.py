@@ -747,7 +747,7 @@ def test_recursive_and_one_output(tmp_path, random_model_path):
 def test_unshazip_and_shazcat_entry_points(tmp_path, random_model_path):
     arc = tmp_path / "a.txt.shz"
     assert_ok(run_in(["-o", arc, "--model", random_model_path, "-q", "-"], b"cat me\n"))
-    entry = "import sys; from shazip.cli import {0}; sys.argv[0] = '{0}'; {0}()"
+    entry = "import sys; from shazip.programs import {0}; sys.argv[0] = '{0}'; {0}()"
     cat = subprocess.run([sys.executable, "-c", entry.format("shazcat"), "--model", str(random_model_path), str(arc)],
                          capture_output=True, timeout=120)
     assert cat.returncode == 0 and cat.stdout == b"cat me\n"
@@ -756,7 +756,7 @@ def test_unshazip_and_shazcat_entry_points(tmp_path, random_model_path):
     assert un.returncode == 0 and (tmp_path / "a.txt").read_bytes() == b"cat me\n"
     import tomllib
     scripts = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"shazip": "shazip.cli:main", "unshazip": "shazip.cli:unshazip", "shazcat": "shazip.cli:shazcat"}
+    assert scripts == {name: f"shazip.programs:{name}" for name in ("shazip", "unshazip", "shazcat")}
 
 
 def test_verbose_says_what_each_file_became(tmp_path, random_model_path):

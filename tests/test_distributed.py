@@ -126,3 +126,20 @@ def test_a_scheduler_lost_mid_run_is_one_line(tmp_path, trained, text):
             proc.wait()
     assert p.returncode == 1 and "Traceback" not in err and err.count("\n") == 1, err
     assert "d.txt: the Dask cluster at" in err and sorted(f.name for f in tmp_path.iterdir()) == ["d.txt"], err
+
+
+def test_a_cluster_without_workers_fails_in_bounded_time(tmp_path, monkeypatch, trained, text):
+    """The scheduler keeps tasks for workers that may come: a run on a cluster whose workers
+    are all gone waited forever; now it fails once none has been there for WORKERLESS_S."""
+    import time
+    from shazip import distributed as shazip_distributed
+    monkeypatch.setattr(shazip_distributed, "WORKERLESS_S", 2.0)
+    (tmp_path / "d.txt").write_bytes(text[:20000])
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as c, \
+            distributed.Client(c) as cl:
+        start = time.monotonic()
+        with pytest.raises(shazip.ShazipError, match="has had no worker for 2 s"):
+            shazip_distributed.compress(str(tmp_path / "d.txt"), str(tmp_path / "d.txt.shz"), cl, model=trained.path,
+                                        **OPTIONS)
+        assert time.monotonic() - start < 30
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["d.txt"]

@@ -225,3 +225,24 @@ def test_recover_names_where_another_outputs_frames_begin_and_keeps_them(framed,
     first = fx[0].end - fx[0].start
     assert [(x.start, x.end, x.output_at) for x in lost] == [(first, first, 4096)]
     assert "frame 1 is from another output" in lost[0].reason and "frames from here on are written" in lost[0].reason
+
+
+def test_ctrl_c_as_the_program_starts_is_one_line(tmp_path):
+    """Ctrl-C while a program imports its command line (its first tenth of a second) gave a
+    KeyboardInterrupt traceback: here it arrives as click is imported."""
+    import subprocess
+    import sys
+    script = """
+import sys
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == "click":
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, CtrlC())
+from shazip.programs import {0}
+sys.argv = ["{0}", "-V"]
+{0}()
+"""
+    for program in ("shazip", "unshazip", "shazcat"):
+        p = subprocess.run([sys.executable, "-c", script.format(program)], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 130 and p.stderr == "shazip: interrupted\n", (program, p.returncode, p.stderr[-300:])
