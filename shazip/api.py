@@ -619,7 +619,7 @@ class ShazipDecompressor:
             self._decompress(data, limit)
         except ShazipError as e:  # the frame in hand's stage freed, and its memory handed back (`_memory_back`)
             self._error, self._blocks = e, None
-            _clear_frames(e)
+            clear_frames(e)
             hand_back()
             raise
         n = len(self._out) if limit is None else min(limit, len(self._out))
@@ -708,16 +708,18 @@ def _memory_back(call: Callable[..., R]) -> Callable[..., R]:
         try:
             return call(*args, **kw)
         except BaseException as e:
-            _clear_frames(e)
+            clear_frames(e)
             raise
         finally:
             hand_back()
     return returning
 
 
-def _clear_frames(e: BaseException) -> None:
+def clear_frames(e: BaseException) -> None:
     """The locals of the finished frames of `e`'s traceback and of the exceptions it was raised
-    from or during (`raise ... from None` still keeps the one it replaces as __context__)."""
+    from or during (`raise ... from None` still keeps the one it replaces as __context__): an
+    error kept (a damaged archive's, raised again by every later read) must not keep the stages
+    of the calls it passed through."""
     seen: set[int] = set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
@@ -877,6 +879,9 @@ def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None
             reader = ArchiveReader(src, more=True)
             if resync:  # after a loss: the next archive is taken where it says it stands
                 chain, resync = Chain(reader.place()), False
+            if chain.between_outputs and chain.partial and not reader.place().index:  # not a plain concatenation
+                lost.append(Lost(at, at, written, "an output starts here, after frames of one whose first frames are "
+                                                  "missing; the frames from here on are written"))
             try:
                 chain.begin(reader.place())
             except ArchiveError as e:  # an intact frame out of place

@@ -30,8 +30,8 @@ import itertools
 import os
 from typing import BinaryIO, Iterator
 
-from .api import Compressor, ShazipCompressor, iter_decompress
-from .codec.frames import Frame, scan
+from .api import Compressor, ShazipCompressor, clear_frames, iter_decompress
+from .codec.frames import Frame, hand_back, scan
 from .errors import ShazipError
 from .format.container import Place
 from .modelfile import LoadedModel
@@ -132,6 +132,8 @@ class ShazipFile(io.BufferedIOBase):
                     return True
         except ShazipError as e:
             self._error = e
+            clear_frames(e)
+            hand_back()
             raise
         return False
 
@@ -226,6 +228,8 @@ class ShazipFile(io.BufferedIOBase):
             if self._mode != "r" and self._writer is not None:
                 self._fp.write(self._writer.flush())
                 self._writer = None
+            elif self._mode == "r":
+                self._blocks.close()  # the frame in hand's stage, freed now rather than when the object goes
         finally:
             try:
                 if self._own:

@@ -285,16 +285,32 @@ def _table(sizes: list[tuple[int, int]]) -> bytes:
     return b"SHZ\x8a" + struct.pack("<I", len(content)) + content
 
 
-def frame_damage(framed: bytes, rng: random.Random, donor: bytes) -> tuple[str, bytes]:
+def frame_damage(framed: bytes, rng: random.Random, donor: bytes,
+                 reframed: bytes | None = None) -> tuple[str, bytes]:
     """One random mistake with the frames of `framed` (of two or more), each frame intact: cut
     at a frame boundary; frames reordered, dropped or repeated; one taken from `donor` (another
-    output made the same way); or a seek table forged (entries merged, swapped, shifted,
-    dropped, its crc sealed again)."""
+    output made the same way) or from `reframed` (the same data framed otherwise: the same
+    output id and indexes, only the links differ); a frame's trailer forged with the table made
+    to agree (its decoded size changed, every crc but the chained one sealed); or a seek table
+    forged (entries merged, swapped, shifted, dropped, its crc sealed again)."""
     frames, table = frames_of(framed)
     sizes = [(len(f), 0) for f in frames]
     entries = list(struct.iter_unpack("<QQ", table[8:-12])) if table else sizes
     k = rng.randrange(len(frames))
-    how = rng.choice(["cut", "reorder", "drop", "repeat", "foreign", "merged", "swapped", "shifted", "dropped entry"])
+    hows = ["cut", "reorder", "drop", "repeat", "foreign", "trailer", "merged", "swapped", "shifted", "dropped entry"]
+    how = rng.choice(hows + ["reframed"] * (reframed is not None))
+    if how == "reframed":
+        others, _ = frames_of(reframed)
+        j = rng.randrange(1, min(len(frames), len(others)))
+        return "frames: one of another framing", b"".join(frames[:j] + [others[j]] + frames[j + 1:]) + table
+    if how == "trailer" and entries and frames[k][-17] in (0xE0, 0xE1):  # a frame of blocks: its trailer
+        tag, n_blocks, total = struct.unpack("<BIQ", frames[k][-17:-4])
+        d = rng.choice([-100, -1, 1, 100])
+        forged = frames[k][:-17] + struct.pack("<BIQ", tag, n_blocks, max(total + d, 0)) + frames[k][-4:]
+        new = [(a, dec + d * (i == k)) for i, (a, dec) in enumerate(entries)]
+        return "frames: trailer forged, table to match", b"".join(frames[:k] + [forged] + frames[k + 1:]) + _table(new)
+    if how == "trailer":
+        how = "swapped"
     if how == "cut":  # at a frame boundary, or just before the table
         return "frames: cut at a frame boundary", b"".join(frames[:rng.randrange(1, len(frames))])
     if how in ("reorder", "drop", "repeat", "foreign"):

@@ -43,6 +43,11 @@ class Chain:
         self._partial = resume is not None  # the output in hand was not read from its start
 
     @property
+    def partial(self) -> bool:
+        """The output in hand, or the one just ended, was not read from its first frame."""
+        return self._partial
+
+    @property
     def between_outputs(self) -> bool:
         """No frame is awaited: the last archive ended its output (or none was read)."""
         return self._next == 0
