@@ -26,8 +26,9 @@ from .codec.engines import (
     check_replayable, engine_for, int_engine, torch_threads,
 )
 from .codec.frames import Frame, Shares, hand_back, index, ordered_map
-from .errors import ArchiveError, CorruptArchive, ModelError, ShazipError, UnsupportedVersion, UsageError
-from .format import seektable
+from .errors import (ArchiveError, ChecksumMismatch, CorruptArchive, ModelError, ShazipError, UnsupportedVersion,
+                     UsageError)
+from .format import crc, seektable
 from .format.chain import Chain
 from .format.container import (
     ALL_METHODS, BLOCK_HEADER_BYTES, BOUND_HINT, MAX_TABLE, OVERRUN, SKIP_MAGIC, TABLE_TAG, ArchiveReader,
@@ -519,12 +520,12 @@ def _frame_blocks(reader: ArchiveReader, chain: Chain, model: str | LoadedModel 
     in its place before any block is decoded, and its data's crc kept for the next frame's
     link; then the seek table after it, checked against the frames."""
     chain.begin(reader.place())
-    crc = 0
+    data_crc = 0
     for block in _archive_blocks(reader, model, progress, hw, engines):
-        crc = zlib.crc32(block, crc)
+        data_crc = zlib.crc32(block, data_crc)
         yield block
-    chain.end(reader.place(), reader.bytes_read - len(reader.after) - reader.skipped, reader.trailer.total_len, crc,
-              reader.skipped)
+    chain.end(reader.place(), reader.bytes_read - len(reader.after) - reader.skipped, reader.trailer.total_len,
+              data_crc, reader.skipped)
     if reader.table is not None:
         chain.table(reader.table)
 
@@ -558,6 +559,14 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
     get_stage = _Once(stage) if h.adapt_version else None
     for bh, payload in reader.blocks():
         from .codec.block import decode_block  # numpy: imported by the first block, not by an empty archive
+        if bh.method == Method.MIXED and not payload.strip(b"\0") and crc.repeated(0xFF, bh.orig_len) != bh.data_crc:
+            # The stage's decoder reads a zero payload (and the zeros past its end) as a code value of
+            # 0, under every decision's split: every bit a 1, whatever the stage predicts. So it can
+            # only give bytes 0xFF, and the block's crc says they are not its data: refused at once,
+            # where decoding would take the model's time for every byte claimed (a forged header of a
+            # few hundred bytes claiming 16 MiB: minutes).
+            raise ChecksumMismatch(f"block {bh.index}: checksum mismatch (data corrupted: a payload of zeros, "
+                                   "which decodes only to bytes 0xFF)")
         with _threads(kind, h.threads):
             try:
                 block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage,
@@ -827,10 +836,10 @@ def linked(frames: list[Frame], decoded: Iterable[list[bytes]]) -> Iterator[byte
     chain = Chain()
     for frame, blocks in zip(frames, decoded):
         chain.begin(frame.place)
-        crc = 0
+        data_crc = 0
         for block in blocks:
-            crc = zlib.crc32(block, crc)
-        chain.end(frame.place, frame.end - frame.start, frame.decoded, crc)
+            data_crc = zlib.crc32(block, data_crc)
+        chain.end(frame.place, frame.end - frame.start, frame.decoded, data_crc)
         yield from blocks
     chain.close()
 
@@ -890,14 +899,14 @@ def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None
                 lost.append(Lost(at, at, written, f"{e}; the frames from here on are written"))
                 chain = Chain(reader.place())
                 chain.begin(reader.place())
-            crc = 0
+            data_crc = 0
             for block in _archive_blocks(reader, model, progress, hw, engines):
                 dst.write(block)
                 written += len(block)
-                crc = zlib.crc32(block, crc)
+                data_crc = zlib.crc32(block, data_crc)
                 good = at + reader.bytes_read
             size = reader.bytes_read - len(reader.after) - reader.skipped
-            chain.end(reader.place(), size, reader.trailer.total_len, crc, reader.skipped)
+            chain.end(reader.place(), size, reader.trailer.total_len, data_crc, reader.skipped)
             good = at + size
             if reader.table is not None:
                 chain.table(reader.table)

@@ -246,3 +246,21 @@ sys.argv = ["{0}", "-V"]
     for program in ("shazip", "unshazip", "shazcat"):
         p = subprocess.run([sys.executable, "-c", script.format(program)], capture_output=True, text=True, timeout=60)
         assert p.returncode == 130 and p.stderr == "shazip: interrupted\n", (program, p.returncode, p.stderr[-300:])
+
+
+def test_a_forged_block_of_zeros_claiming_megabytes_is_refused_at_once(text):
+    """A one-block archive of 285 bytes whose header claims 16 MiB of a level-6 stage's block and
+    whose payload is 240 zero bytes took minutes to refuse (the stage decodes zeros as bytes
+    0xFF for ever); where its crc is that of such bytes, it is a valid archive and decodes."""
+    from dataclasses import replace
+    from shazip.format.container import ArchiveReader
+    reader = ArchiveReader(io.BytesIO(shazip.compress(text[:5000], 6, block_size=16 << 20)))
+    assert reader._solo is not None and reader._solo.method.name == "MIXED"
+    forged = reader.header.pack(replace(reader._solo, orig_len=16 << 20, payload_len=240, data_crc=12345)) + bytes(240)
+    start = time.monotonic()
+    with pytest.raises(shazip.ChecksumMismatch, match="a payload of zeros"):
+        shazip.decompress(forged, threads=1)
+    assert time.monotonic() - start < 1
+    valid = reader.header.pack(replace(reader._solo, orig_len=3000, payload_len=240,
+                                       data_crc=zlib.crc32(b"\xff" * 3000))) + bytes(240)
+    assert shazip.decompress(valid, threads=1) == b"\xff" * 3000

@@ -4,9 +4,12 @@ known: the crc of a frame's data from its blocks' headers, without decoding a by
 `combine(crc_a, crc_b, len_b)` is crc32(a + b), as zlib's crc32_combine (which Python's zlib
 does not expose): crc_a carried through len_b zero bytes (a product by x^(8 len_b) modulo the
 polynomial, in the reflected bit order crc32 uses), then crc_b added. Cost: O(log len_b).
+`repeated(byte, n)` is crc32(byte * n) in O(log n), without the n bytes.
 """
 
 from __future__ import annotations
+
+import zlib
 
 _POLY = 0xEDB88320  # the crc32 polynomial, reflected
 _ONE = 1 << 31  # x^0, reflected
@@ -44,3 +47,13 @@ def combine(crc_a: int, crc_b: int, len_b: int) -> int:
         n >>= 1
         k += 1
     return _times(shift, crc_a) ^ crc_b
+
+
+def repeated(byte: int, n: int) -> int:
+    """crc32(bytes([byte]) * n), by doubling."""
+    out, piece, length = 0, zlib.crc32(bytes([byte])), 1  # piece: the crc of `length` such bytes
+    while n:
+        if n & 1:
+            out = combine(out, piece, length)
+        piece, length, n = combine(piece, piece, length), 2 * length, n >> 1
+    return out
