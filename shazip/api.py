@@ -173,7 +173,7 @@ class Compressor:
     1 with its version 1 models), 3 .. 9 add the model in ever longer lanes; 6 is the default.
     `lanes`: parallel lanes per block (more is faster on a GPU; each starts the model cold). None,
     the default, chooses (options.lane_policy): at most 32, none shorter than the level's (16 KB
-    at level 6, four times that for a block zstd's fastest level shrinks more than 3-fold; on a
+    at level 6, eight times that for a block zstd's fastest level shrinks more than 3-fold; on a
     GPU up to 1,024, none shorter than the level's or 16 KB, whichever is less); a number asks
     for that many, down to lanes of 256 bytes.
     `block_size`: bytes per block. `threads`: CPU threads (0: every available core; the output

@@ -19,12 +19,16 @@ LANE_FLOOR = 256  # what archives may hold: at most n // 256 lanes (every shazip
 # 1.6 %, code 0.6 %, a book 0.2 %. So a block that zstd's fastest level shrinks more than
 # REPETITIVE-fold (prose: 2.4-2.7; those files: 3.5-82) gets lanes LONG_LANES times longer on
 # the CPU, where the step costs about the same per lane (a log and a JSON file of the suite took
-# 4-24 % longer end to end for 2.6-3.3 % smaller archives).
+# 4-24 % longer end to end for 2.6-3.3 % smaller archives). Eight times (128 KB at -6: 16 lanes
+# for a block of 2 MiB, not 32): 4 MiB of logs 1.6 % smaller at the same speed at -T 2; 8 lanes
+# made them 2.8 % smaller but took 10 % longer to compress and 17 % to decompress there (the
+# threads meet once a step, over fewer lanes), though no longer on one core
+# (benchmarks/JOURNAL.md, "What logs want of a block").
 # But never below SPLIT_LANES where the plain rule gives that many: a frame's lanes are split
 # over threads only from 8 (csrc/model/model.cpp: SOLO_LANES per member), and a 349 KB file
 # coded in 5 lanes instead of 21 took 45 % longer at -T 2 for 0.8 % less.
 REPETITIVE = 3.0
-LONG_LANES = 4
+LONG_LANES = 8
 SPLIT_LANES = 8
 # On a GPU a step is one batch of every lane and costs about the same from 64 to 1,024 lanes
 # (the torch twin launches ~550 kernels a step: 6.0 ms at 64 lanes, 7.3 ms at 1,024 on an H100
@@ -115,7 +119,7 @@ def lane_policy(level: Level, lanes: int | None, on_gpu: bool) -> LanePolicy:
 
 MIN_LANE = LEVELS[DEFAULT_LEVEL].min_lane  # the default level's automatic choice on the CPU
 LANES_HELP = ("Parallel lanes per block: more are faster on a GPU, each starts the model cold. 0: automatic, at "
-              f"most {DEFAULT_LANES} and none shorter than the level's (16 KB at -6, 4x that on repetitive text; "
+              f"most {DEFAULT_LANES} and none shorter than the level's (16 KB at -6, {LONG_LANES}x that on repetitive text; "
               f"on a GPU up to {MAX_LANES}, none shorter than the level's or {MIN_LANE_GPU >> 10} KB, "
               "whichever is less).")
 def models_by_level() -> str:
