@@ -169,8 +169,9 @@ class Compressor:
     `model` (or the first argument): a bundled model's name, a model file or a `LoadedModel`;
     None, the default, takes the level's (`Level.model_name`). A number as the first argument is
     the level (`Compressor(9)`).
-    `level` (or `preset`, lzma's name, or `compresslevel`, bz2's and gzip's): 1 .. 9 (options.LEVELS): 1 and 2 code with the adaptive stage alone (no neural model;
-    1 with its version 1 models), 3 .. 9 add the model in ever longer lanes; 6 is the default.
+    `level` (or `preset`, lzma's name, or `compresslevel`, bz2's and gzip's): 1 .. 9
+    (options.LEVELS): 1 and 2 code with the adaptive stage alone (no neural model; 1 with its
+    version 1 models), 3 .. 9 add the model in ever longer lanes; 6 is the default.
     `lanes`: parallel lanes per block (more is faster on a GPU; each starts the model cold). None,
     the default, chooses (options.lane_policy): at most 32, none shorter than the level's (16 KB
     at level 6, eight times that for a block zstd's fastest level shrinks more than 3-fold; on a
@@ -195,8 +196,8 @@ class Compressor:
     `threads`. The float32 engine writes one archive (its format has no frame fields)."""
 
     def __init__(self, first: str | LoadedModel | int | None = None, /, *, model: str | LoadedModel | None = None,
-                 level: int | None = None,
-                 lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE, threads: int = 0, engine: str = "int8",
+                 level: int | None = None, lanes: int | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
+                 threads: int = 0, engine: str = "int8",
                  adapt: str | AdaptiveParams | None = None, device: str = "cpu", methods: frozenset[Method] = ALL_METHODS,
                  frame_size: int | None = None, preset: int | None = None, compresslevel: int | None = None) -> None:
         model, (level_name, level) = _the_level(first, model, level, preset, compresslevel)

@@ -578,7 +578,8 @@ def _walk(paths: tuple[str, ...], recursive: bool, want) -> list[str]:
 @click.option("-z", "--compress", "mode", flag_value="compress", default=True, help="Compress (the default).")
 @click.option("-t", "--test", "mode", flag_value="test", help="Decode and verify; write nothing.")
 @click.option("-l", "--list", "mode", flag_value="list",
-              help="One line a file (sizes, bits/byte, model, name), as gzip -l; with -v each archive's header and blocks.")
+              help="One line a file (sizes, bits/byte, model, name), as gzip -l; with -v each archive's header "
+                   "and blocks.")
 @click.option("-c", "--stdout", "to_stdout", is_flag=True, help="Write to standard output.")
 @click.option("-k", "--keep", is_flag=True, help="Keep the inputs (the default).")
 @click.option("--rm", "remove", is_flag=True, help="Remove each input after success.")
@@ -866,7 +867,8 @@ def _model_of(d: dict) -> tuple[str | None, str]:
         return None, f"none needed (its blocks decode without one; the header records id {d['model_id']})"
     shelves = installed()
     where = [f"{n} ({'bundled' if shelves[n][0] == BUNDLED_DIR else 'yours'})" for n in known]
-    return name, f"{shown(d['model_name']) or ' / '.join(where) or '(not recorded, not installed here)'}, id {d['model_id']}"
+    named = shown(d["model_name"]) or " / ".join(where) or "(not recorded, not installed here)"
+    return name, f"{named}, id {d['model_id']}"
 
 
 def _runs_model(d: dict) -> bool:

@@ -34,7 +34,8 @@ def _copy_frames(src, dst) -> bool:
     """Decompresses every zstd frame of src into dst; False if the last frame is cut short
     (zstandard's copy_stream accepts a truncated file silently, yielding a shorter corpus).
     Raises ValueError on bytes that are not zstd frames."""
-    zstandard = require("zstandard", "a .zst corpus")  # only .zst corpora need it: a GPU machine trains on plain text without it
+    # only .zst corpora need it: a GPU machine trains on plain text without it
+    zstandard = require("zstandard", "a .zst corpus")
     dctx = zstandard.ZstdDecompressor()
     dobj, pending = dctx.decompressobj(), False
     try:
