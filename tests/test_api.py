@@ -49,13 +49,13 @@ def test_automatic_lanes_are_long(random_model, text):
     rng = random.Random(5)
     loose = bytes(rng.choice(b"abcdefghijklmnop ") for _ in range(3 * MIN_LANE + 100))  # zstd -1: 1.9-fold
     lanes_of = lambda blob: [b.lanes for b, _ in ArchiveReader(io.BytesIO(blob)).blocks()]  # noqa: E731
-    # wiki markup (zstd -1 shrinks it over 4-fold): 3 plain lanes become 1; 23 become 8, not 5 (SPLIT_LANES)
+    # wiki markup (zstd -1 shrinks it over 4-fold): 3 plain lanes become 1; 23 become 8, not 2 (SPLIT_LANES)
     for data, lanes in ((loose, 3), (text, 1), (text * 6, SPLIT_LANES)):
         auto = shazip.compress(data, model=random_model, methods=MODEL_ONLY, adapt="none")
         asked = shazip.compress(data, model=random_model, lanes=32, methods=MODEL_ONLY, adapt="none")
         assert lanes_of(auto) == [lanes] and lanes_of(asked) == [32]
         assert shazip.decompress(auto, model=random_model) == shazip.decompress(asked, model=random_model) == data
-    assert len(text) // MIN_LANE == 3 and len(text) * 6 // MIN_LANE == 23 and len(text) * 6 // (MIN_LANE * LONG_LANES) == 5
+    assert len(text) // MIN_LANE == 3 and len(text) * 6 // MIN_LANE == 23 and len(text) * 6 // (MIN_LANE * LONG_LANES) == 2
 
 
 def test_lane_lengths_cover_block():
