@@ -6,10 +6,31 @@ baseline elsewhere); its SIMD paths are compiled in their own files with `#pragm
 and chosen at run time (csrc/kernels/dispatch.cpp), so one build runs on any CPU. libzstd (csrc/third_party/zstd, one C file) is built as a static
 library and linked in, for the ZSTD block method."""
 
+import re
+import sys
 from glob import glob
+from pathlib import Path
 
-from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
-from setuptools import setup
+
+def _pybind11_checked() -> None:
+    """The build's pybind11 is the one pyproject.toml asks for (its build requirements are the
+    one source of the version): an older one (Debian's 2.10, taken with --no-build-isolation)
+    fails deep in the core's templates, so it is refused in one line."""
+    need = re.search(r'"pybind11>=([\d.]+)"', Path(__file__).with_name("pyproject.toml").read_text()).group(1)
+    import pybind11
+
+    def version(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+    if version(pybind11.__version__) < version(need):
+        sys.exit(f"shazip's core needs pybind11 >= {need} to build; found {pybind11.__version__} "
+                 f"({Path(pybind11.__file__).parent}): pip install 'pybind11>={need}'")
+
+
+_pybind11_checked()
+
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext  # noqa: E402
+from setuptools import setup  # noqa: E402
 
 ParallelCompile("SHAZIP_BUILD_JOBS", default=0).install()  # 0: every core
 

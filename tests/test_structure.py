@@ -4,6 +4,7 @@ optimizer or benchmark module, and the package has no import circles."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -246,3 +247,17 @@ def test_the_core_holds_no_test_hooks():
     assert not set(dir(hooks)) & {n for n in dir(module) if not n.startswith("__")}
     stage = AdaptiveStage(AdaptiveParams()).native
     assert hooks.bit_history(stage, 0)[2:] != [0, 0]  # state 0's successors: a bit seen
+
+
+def test_the_build_refuses_an_old_pybind11_in_one_line(tmp_path):
+    """Debian's pybind11 2.10.3 (taken with --no-build-isolation) failed deep in the core's
+    templates: setup.py names the version found and the one pyproject.toml asks for."""
+    import re
+    need = re.search(r'"pybind11>=([\d.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    (tmp_path / "pybind11").mkdir()
+    (tmp_path / "pybind11" / "__init__.py").write_text('__version__ = "2.10.3"\n')
+    p = subprocess.run([sys.executable, "setup.py", "--name"], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=60)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.strip().splitlines() == [f"shazip's core needs pybind11 >= {need} to build; found 2.10.3 "
+                                             f"({tmp_path / 'pybind11'}): pip install 'pybind11>={need}'"]
