@@ -480,7 +480,8 @@ def compress_file(file: str, dest: str | None, force: bool, remove: bool, bar: b
     with _input(file, force) as src, _output(dest, force, None if file == "-" else file) as dst:
         before = _identity(file, src)
         progress = ProgressBar(_size(file), _named(file), bar, ratio=True)
-        read = compress_stream(src, dst, loaded, progress=progress, **{k: v for k, v in coding.items() if k != "model"})
+        read = compress_stream(src, dst, loaded, progress=progress if progress.enabled else None,  # unshown: not measured
+                                **{k: v for k, v in coding.items() if k != "model"})
         progress.close()
     _unchanged(file, before, read)
     if remove and file != "-" and dest is not None:
