@@ -31,7 +31,7 @@ from .errors import (ArchiveError, ChecksumMismatch, CorruptArchive, ModelError,
 from .format import crc, seektable
 from .format.chain import Chain
 from .format.container import (
-    ALL_METHODS, BLOCK_HEADER_BYTES, BOUND_HINT, MAX_TABLE, OVERRUN, SKIP_MAGIC, TABLE_TAG, ArchiveReader,
+    ALL_METHODS, BLOCK_HEADER_BYTES, BOUND_HINT, MAX_TABLE, OVERRUN, SKIP_MAGIC, STAGED, TABLE_TAG, ArchiveReader,
     ArchiveWriter, Method, Place,
     first_unit, read_upto, record_length, verify_block,
 )
@@ -231,6 +231,8 @@ class Compressor:
         self.lane_policy = lane_policy(lv, lanes, lv.model and hw.device != "cpu")
         self.params = _stage_params(adapt, lv, self.lane_policy)
         self._for_data = isinstance(adapt, str)  # a level's models follow the input's kind (not given parameters)
+        # a level's trial of the model on repetitive blocks (codec/kind.py), unless the lanes are the caller's
+        self.model_pays = lv.model_pays if lanes is None else None
         if self.params is not None and engine != "int8":
             raise UsageError("the adaptive stage needs the int8 engine's integer rows: with engine 'float32', "
                              "adapt='none' (--adapt none)")
@@ -422,7 +424,7 @@ class ShazipCompressor:
         from .codec.block import encode_block  # numpy: imported by the first block, not by an empty input
         with _threads(c.kind, c.threads):
             method, k, payload = encode_block(self._engine, block, c.lane_policy, self._progress, c.methods,
-                                              self._stats, self._stage)
+                                              self._stats, self._stage, c.model_pays, head=c.header.format_version >= 5)
         self._writer.add_block(method, k, block, payload)
         self._crc = zlib.crc32(block, self._crc)
         self._in_frame += 1
@@ -560,7 +562,8 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
     get_stage = _Once(stage) if h.adapt_version else None
     for bh, payload in reader.blocks():
         from .codec.block import decode_block  # numpy: imported by the first block, not by an empty archive
-        if bh.method == Method.MIXED and not payload.strip(b"\0") and crc.repeated(0xFF, bh.orig_len) != bh.data_crc:
+        coder_bytes = payload[4:] if h.format_version >= 5 else payload  # after format 5's head check
+        if bh.method in STAGED and not coder_bytes.strip(b"\0") and crc.repeated(0xFF, bh.orig_len) != bh.data_crc:
             # The stage's decoder reads a zero payload (and the zeros past its end) as a code value of
             # 0, under every decision's split: every bit a 1, whatever the stage predicts. So it can
             # only give bytes 0xFF, and the block's crc says they are not its data: refused at once,
@@ -571,7 +574,7 @@ def _archive_blocks(reader: ArchiveReader, model: str | LoadedModel | None, prog
         with _threads(kind, h.threads):
             try:
                 block = decode_block(get_engine, bh.method, bh.lanes, payload, bh.orig_len, progress, get_stage,
-                                     OVERRUN)
+                                     OVERRUN, head=h.format_version >= 5)
             except CorruptArchive as e:
                 hint = BOUND_HINT if h.format_version in (2, 3) and "past its end" in str(e) else ""
                 raise CorruptArchive(f"block {bh.index}: {e}{hint}") from None

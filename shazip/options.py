@@ -66,6 +66,9 @@ class Level:
     models: tuple[str, ...]  # the adaptive stage's models: version 1's (`nn`: the neural model) and models.def's
     min_lane: int  # the shortest lane the automatic choice makes on the CPU (a GPU: MIN_LANE_GPU at most)
     model_name: str = "default"  # the bundled model it codes with where the caller names none
+    # the least share of a repetitive block's code length the model must save, half-way, to be run on
+    # to its end (codec/kind.py; else the stage codes the block alone, a `stage` block); None: no race
+    model_pays: float | None = None
 
     @property
     def model(self) -> bool:
@@ -98,11 +101,17 @@ STAGE_ALONE = ("word", "column", "sparse", "match", "apm") + RECORDS + ("slow_fi
 DEFAULT_STAGE = ("word", "column", "nn", "match", "apm") + RECORDS + ("runs", "groups", "slow_final", "seed_sets")
 HEAVY_STAGE = ("word", "column", "sparse", "nn", "match", "apm") + RECORDS + (
     "runs", "groups", "slow_final", "seed_sets") + HEAVY
+# On a repetitive block the model in the level's lanes saves -3 % to +12 % against the stage alone in
+# one lane, for most of the time: levels 3-6 run it to the end only where, half-way, it has saved
+# MODEL_PAYS or more of what the stage alone spent on the same bytes, -7 .. -9 wherever it saves
+# anything (codec/kind.py; benchmarks/JOURNAL.md, "Stage blocks").
+MODEL_PAYS = 0.03
 LEVELS = {1: Level(("word", "column", "sparse", "match", "apm"), ONE_LANE), 2: Level(STAGE_ALONE, ONE_LANE),
-          3: Level(DEFAULT_STAGE, 2048, "mini"), 4: Level(DEFAULT_STAGE, 4096, "mini"),
-          5: Level(DEFAULT_STAGE, 8192, "mini"),
-          6: Level(DEFAULT_STAGE, 16384),
-          7: Level(HEAVY_STAGE, 65536), 8: Level(HEAVY_STAGE, 262144), 9: Level(HEAVY_STAGE, ONE_LANE)}
+          3: Level(DEFAULT_STAGE, 2048, "mini", MODEL_PAYS), 4: Level(DEFAULT_STAGE, 4096, "mini", MODEL_PAYS),
+          5: Level(DEFAULT_STAGE, 8192, "mini", MODEL_PAYS),
+          6: Level(DEFAULT_STAGE, 16384, model_pays=MODEL_PAYS),
+          7: Level(HEAVY_STAGE, 65536, model_pays=0.0), 8: Level(HEAVY_STAGE, 262144, model_pays=0.0),
+          9: Level(HEAVY_STAGE, ONE_LANE, model_pays=0.0)}
 DEFAULT_LEVEL = 6
 
 

@@ -241,16 +241,19 @@ def test_nothing_stands_between_the_frames_of_an_output(framed):
 
 
 def test_golden_framed_output(trained, text):
-    """shazip 0.21's framed output, frozen: it decodes, compressing again gives it byte for byte,
-    and its frames carry the marks (tests/data/README.md)."""
+    """shazip 0.21's framed output (format 4) and today's (format 5), frozen: both decode,
+    compressing again gives the format 5 one byte for byte, and their frames carry the marks
+    (tests/data/README.md)."""
     from pathlib import Path
     from shazip.format.container import Method
-    golden = (Path(__file__).parent / "data" / "golden-framed.shz").read_bytes()
     data = text[:5000]
-    assert shazip.decompress(golden, model=trained) == data
-    assert shazip.compress(data, model=trained, lanes=1, block_size=1000, frame_size=2000,
-                           methods=frozenset({Method.MIXED}), threads=2) == golden
-    found = describe(io.BytesIO(golden))
-    assert [(a["frame_index"], a["more"], a["format_version"]) for a in found] == [(0, True, 4), (1, True, 4),
-                                                                                  (2, False, 4)]
-    assert found[-1]["skipped_bytes"] == len(seektable.pack([(1, 1)] * 3))
+    made = shazip.compress(data, model=trained, lanes=1, block_size=1000, frame_size=2000,
+                           methods=frozenset({Method.MIXED}), threads=2)
+    for name, version in (("golden-framed.shz", 4), ("golden-framed-v5.shz", 5)):
+        golden = (Path(__file__).parent / "data" / name).read_bytes()
+        assert shazip.decompress(golden, model=trained) == data
+        found = describe(io.BytesIO(golden))
+        assert [(a["frame_index"], a["more"], a["format_version"]) for a in found] == [
+            (0, True, version), (1, True, version), (2, False, version)]
+        assert found[-1]["skipped_bytes"] == len(seektable.pack([(1, 1)] * 3))
+    assert made == golden

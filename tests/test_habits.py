@@ -134,7 +134,7 @@ def test_listing_several_archives_names_each_and_the_model_as_the_user_knows_it(
     if "default" not in bundled_index():
         return  # a checkout without the bundled model
     for name in ("a.txt", "b.txt"):
-        (tmp_path / name).write_bytes(name.encode() * 50)
+        (tmp_path / name).write_bytes(name.encode() + b" holds a quick brown fox that jumps over the lazy dog\n")
     assert_ok(run("-q", tmp_path / "a.txt", tmp_path / "b.txt"))
     r = run("-lv", tmp_path / "a.txt.shz", tmp_path / "b.txt.shz")
     assert_ok(r)

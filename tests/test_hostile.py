@@ -98,7 +98,7 @@ def default_archive(tmp_path) -> Path:
     if "default" not in bundled_index():
         pytest.skip("a checkout without the bundled model")
     src = tmp_path / "a.txt"
-    src.write_bytes(b"the models folder is anyone's to write\n" * 50)
+    src.write_bytes(b"The models folder is anyone's to write: each entry is checked before its file is read.\n")
     assert_ok(run("-q", src))
     return tmp_path / "a.txt.shz"
 
@@ -261,6 +261,23 @@ def test_a_forged_block_of_zeros_claiming_megabytes_is_refused_at_once(text):
     with pytest.raises(shazip.ChecksumMismatch, match="a payload of zeros"):
         shazip.decompress(forged, threads=1)
     assert time.monotonic() - start < 1
+    head = zlib.crc32(b"\xff" * 3000).to_bytes(4, "little")  # format 5: the crc of its first bytes, then the coder's
     valid = reader.header.pack(replace(reader._solo, orig_len=3000, payload_len=240,
-                                       data_crc=zlib.crc32(b"\xff" * 3000))) + bytes(240)
+                                       data_crc=zlib.crc32(b"\xff" * 3000))) + head + bytes(236)
     assert shazip.decompress(valid, threads=1) == b"\xff" * 3000
+
+
+@pytest.mark.parametrize("byte", [0xFF, 0x80])
+def test_a_forged_payload_that_decodes_cheaply_is_refused_at_its_head(text, byte):
+    """240 bytes of 0xFF claiming 4 MiB of a level-6 block decoded for 150 s (format 4) before its
+    crc failed: each decision came ever cheaper. Format 5's head check refuses such a payload once
+    the block's first few KB are decoded."""
+    from dataclasses import replace
+    from shazip.format.container import ArchiveReader
+    reader = ArchiveReader(io.BytesIO(shazip.compress(text[:5000], 6, block_size=16 << 20)))
+    assert reader.header.format_version == 5
+    forged = reader.header.pack(replace(reader._solo, orig_len=4 << 20, payload_len=240, data_crc=12345))
+    start = time.monotonic()
+    with pytest.raises(shazip.CorruptArchive, match="first bytes do not match their check"):
+        shazip.decompress(forged + bytes([byte]) * 240, threads=1)
+    assert time.monotonic() - start < 1

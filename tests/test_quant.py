@@ -105,18 +105,21 @@ def test_archives_identical_across_thread_counts(trained, text):
 
 def test_golden_archive(trained, text):
     """Archives made when this engine version was fixed: they must decode, and compressing the
-    same input must give the same bytes, on every machine: format 4 today, holding the very
-    payloads of the format 1 archive shazip 0.3 wrote. If the arithmetic changes on purpose,
-    bump numerics.ENGINE_VERSION and regenerate (see tests/data/README.md)."""
-    golden, golden4 = ((DATA / name).read_bytes() for name in ("golden-int8.shz", "golden-int8-v4.shz"))
+    same input must give the same bytes, on every machine: format 5 today, holding the very
+    payloads of the format 1 archive shazip 0.3 wrote and of format 4's (each led by format 5's
+    head check). If the arithmetic changes on purpose, bump numerics.ENGINE_VERSION and
+    regenerate (see tests/data/README.md)."""
+    golden, golden4, golden5 = ((DATA / name).read_bytes()
+                                for name in ("golden-int8.shz", "golden-int8-v4.shz", "golden-int8-v5.shz"))
     data = text[:4000]
-    assert (golden[4], golden4[4]) == (1, 4)
-    assert shazip.decompress(golden, model=trained) == shazip.decompress(golden4, model=trained) == data
-    assert shazip.compress(data, model=trained, lanes=4, block_size=2500, methods=MODEL_ONLY, adapt="none") == golden4
-    for arc in (golden, golden4):
+    assert (golden[4], golden4[4], golden5[4]) == (1, 4, 5)
+    for arc in (golden, golden4, golden5):
+        assert shazip.decompress(arc, model=trained) == data
         assert [b.method for b, _ in ArchiveReader(io.BytesIO(arc)).blocks()] == [Method.MODEL] * 2
-    assert [golden[s:s + n] for s, n, _ in payload_spans(golden)] == [golden4[s:s + n] for s, n, _ in
-                                                                       payload_spans(golden4)]
+    assert shazip.compress(data, model=trained, lanes=4, block_size=2500, methods=MODEL_ONLY, adapt="none") == golden5
+    payloads = [[arc[s + head:s + n] for s, n, _ in payload_spans(arc)] for arc, head in
+                ((golden, 0), (golden4, 0), (golden5, 4))]
+    assert payloads[0] == payloads[1] == payloads[2]
 
 
 # ---------------------------------------------------------------------------- integer kernels

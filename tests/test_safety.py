@@ -274,7 +274,7 @@ def test_a_claim_no_payload_could_hold_is_refused_at_once():
     from shazip.format.header import Header
     header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=1 << 28,
                     lanes=1024, adapt_version=1, adapt_params=AdaptiveParams().pack())
-    assert header.format_version == 4
+    assert header.format_version == 5
     problem = _block_problem(0, header, 0, Method.MIXED, 1024, 1 << 28, 12)
     assert problem and "too short" in problem
     with pytest.raises(ValueError, match="too short"):  # the writer shares the rule: it never writes one

@@ -13,7 +13,7 @@ void bind_block(py::module_& m) {
                        std::shared_ptr<stage::Stage> stage, std::optional<py::bytes> data,
                        std::optional<py::bytes> payload, bool measure, i64 overrun, i64 ring, u64 cut_seed) {
              require(data.has_value() != payload.has_value(), "give the block's data (encoding) or payload (decoding)");
-             require(model || (stage && !stage->params().nn), "only a stage without the NN input runs without a model");
+             require(model || stage, "a job codes with the model, a stage or both");
              const i64 span = n ? (n + lanes - 1) / lanes : 1;
              std::unique_ptr<block::SymbolCoder> coder;
              std::string bytes;
@@ -43,6 +43,9 @@ void bind_block(py::module_& m) {
                              "Whether the model runs on threads of its own beside the coder (two threads or more; "
                              "decoding, two lanes or more).")
       .def("result", [](block::Job& j) { return py::bytes(j.result()); })
+      .def("head", [](const block::Job& j, i64 steps) { return py::bytes(j.head(steps)); }, py::arg("steps"),
+           "Each lane's first `steps` bytes, lane after lane (format 5's head check), once they have run.")
+      .def_property_readonly("steps_done", &block::Job::steps_done)
       .def_property_readonly("model_bits", &block::Job::model_bits)
       .def_property_readonly("coded_bits", &block::Job::coded_bits);
 }

@@ -26,7 +26,7 @@ Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> 
   if (data) std::copy(data, data + n, grid_.begin());
   prev_.assign(size_t(lanes), BOS);
   sym_.assign(size_t(lanes), 0);
-  freq_.assign(size_t(lanes) * 256, 1);  // without a model: uniform rows, which a stage without its NN input ignores
+  freq_.assign(size_t(lanes) * 256, 1);  // without a model: uniform rows (job.h)
   if (model_) state_ = model_->new_state(lanes);
   if (model_ && pool_ && pool_->size() >= 2 && n > 0 && (encoding_ || lanes >= 2)) {
     model_pool_ = std::make_unique<ThreadPool>(int(std::min<i64>(lanes, pool_->size() - 1)));
@@ -291,6 +291,16 @@ std::string Job::result() {
   require(done(), "the block is not finished");
   if (encoding_) return coder_->finish();
   return std::string(reinterpret_cast<const char*>(grid_.data()), size_t(n_));
+}
+
+std::string Job::head(i64 steps) const {
+  require(steps >= 0 && steps <= t_, "the head's steps have not run");
+  std::string out;
+  for (i64 b = 0; b < lanes_; ++b) {
+    const i64 len = std::clamp<i64>(n_ - b * span_, 0, span_);
+    out.append(reinterpret_cast<const char*>(grid_.data() + b * span_), size_t(std::min(steps, len)));
+  }
+  return out;
 }
 
 }  // namespace shazip::block

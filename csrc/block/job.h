@@ -64,7 +64,8 @@ class SymbolCoder {
 class Job {
  public:
   // data: the block's bytes (encoding) or nullptr (decoding, n bytes to produce). model: nullptr
-  // for a stage without the NN input (its rows are then uniform and never read). ring: pipelined,
+  // for the stage alone: its rows are then uniform, which a stage without the NN input never reads
+  // and one with it reads as 1/2 for every bit (format 5's `stage` blocks). ring: pipelined,
   // how many steps' rows the model may run ahead (>= 1; the bytes do not depend on it).
   // cut_seed: pipelined, 0 for the cut that follows the time, else every step's cut drawn from a
   // generator with this seed (the bytes do not depend on it: tests move it at random)
@@ -80,6 +81,10 @@ class Job {
   bool done() const { return t_ >= span_; }
   // The encoder's payload, or the decoder's bytes; once done.
   std::string result();
+  // Each lane's first `steps` bytes (fewer where it is shorter), lane after lane: what format 5's
+  // head check covers; once that many steps have run.
+  std::string head(i64 steps) const;
+  i64 steps_done() const { return t_; }
   // -log2 of the model's own probability of every coded byte (if measured), and the coder's
   double model_bits() const { return model_bits_; }
   double coded_bits() const { return coder_->bits(); }

@@ -20,6 +20,8 @@ twin, float32) run `run_lanes` here, one step per iteration, through the same co
 
 from __future__ import annotations
 
+import struct
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Protocol
@@ -28,9 +30,10 @@ import numpy as np
 
 from .. import core
 from ..errors import CorruptArchive
-from ..format.container import ALL_METHODS, Method
+from ..format.container import ALL_METHODS, CODED, STAGED, Method
 from ..options import MIN_LANE  # noqa: F401 (the lane policy's, re-exported)
 from ..options import LANE_FLOOR, MAX_LANES, REPETITIVE, SPLIT_LANES, LanePolicy
+from . import kind
 from .engines import FloatEngine, IntEngine, TwinEngine
 
 if TYPE_CHECKING:
@@ -75,6 +78,33 @@ BOS = 0  # the "previous byte" fed to every lane at its start
 ZSTD_LEVEL = 19
 TRIVIAL = 1024  # a block zstd shrinks 1024-fold or more is left to zstd (unless only the model is allowed)
 CHUNK_BYTES = 64  # bytes coded per call into the core between progress reports (about a millisecond)
+# Format 5: a model-coded payload starts with the crc of the block's first bytes in coding order
+# (`head_of`: about HEAD_BYTES, every lane's first), which the decoder checks once it has them, so
+# that a payload that is not this block's (damaged, or forged to claim far more than it holds) is
+# refused after a few KB of decoding, not after all the bytes its header claims.
+HEAD_BYTES = 4096
+_HEAD = struct.Struct("<I")
+
+
+def head_steps(n: int, lanes: int) -> int:
+    """The steps of a block of n bytes in `lanes` lanes that format 5's head check covers."""
+    return min(-(-n // lanes), max(1, HEAD_BYTES // lanes))
+
+
+def head_of(data: bytes, lanes: int) -> bytes:
+    """Each lane's first head_steps bytes (fewer where it is shorter), lane after lane: what the
+    head check covers (the core's Job.head, from what it has decoded)."""
+    span, h = -(-len(data) // lanes), head_steps(len(data), lanes)
+    return b"".join(data[b * span:b * span + h] for b in range(lanes))  # a short lane is the data's end
+
+
+def _headed(data: bytes, lanes: int, payload: bytes) -> bytes:
+    return _HEAD.pack(zlib.crc32(head_of(data, lanes))) + payload
+
+
+def _head_problem(head: bytes, want: int) -> None:
+    if zlib.crc32(head) != want:
+        raise CorruptArchive("its first bytes do not match their check (the payload is damaged, or not this block's)")
 
 
 def lane_lengths(n: int, lanes: int) -> np.ndarray:
@@ -83,11 +113,13 @@ def lane_lengths(n: int, lanes: int) -> np.ndarray:
 
 
 def run_lanes(engine: TwinEngine | FloatEngine, code: Callable[[np.ndarray, np.ndarray | None], np.ndarray],
-              n: int, lanes: int, data: bytes | None = None, progress: Callable[[int], None] | None = None) -> bytes:
+              n: int, lanes: int, data: bytes | None = None, progress: Callable[[int], None] | None = None,
+              head: int | None = None) -> bytes:
     """The step loop of the torch engines, shared by encoder (`data` given) and decoder (`data`
     None): `code(rows[k], symbols[k] or None) -> symbols[k]` codes the k lanes still active at
     this step (always a prefix, since only the last lanes are shorter); rows are the twin's
-    integer frequencies or the float engine's probabilities. Returns the block's bytes."""
+    integer frequencies or the float engine's probabilities. `head`: the crc the block's first
+    bytes must have (format 5), checked once they are decoded. Returns the block's bytes."""
     lengths = lane_lengths(n, lanes)
     span = int(lengths[0]) if n else 0
     # Lane i is bytes [i*span, (i+1)*span): the block, zero-padded to lanes*span, viewed as
@@ -107,6 +139,8 @@ def run_lanes(engine: TwinEngine | FloatEngine, code: Callable[[np.ndarray, np.n
             sym = code(rows[:active], None if data is None else steps[t, :active])
             steps[t, :active] = sym
             prev[:active] = sym
+            if head is not None and t + 1 == head_steps(n, lanes):
+                _head_problem(b"".join(steps[:min(t + 1, int(k)), b].tobytes() for b, k in enumerate(lengths)), head)
             if progress is not None:
                 progress(active)
     finally:
@@ -135,20 +169,25 @@ class CodingStats:
 
 
 def _native(engine: IntEngine | None, n: int, lanes: int, stage: AdaptiveStage | None, progress,
-            measure: bool = False, data: bytes | None = None, payload: bytes | None = None, overrun: int = -1):
+            measure: bool = False, data: bytes | None = None, payload: bytes | None = None, overrun: int = -1,
+            head: int | None = None):
     """A block through the core's loop, a chunk of steps per call; returns the finished job.
-    `engine` None: a stage without the NN input, alone. `overrun`: the most bytes its decoder
-    may read past the payload (-1: any number). Encoding with `measure`, progress is told the
-    code length as it grows."""
+    `engine` None: the stage alone. `overrun`: the most bytes its decoder may read past the
+    payload (-1: any number); `head`: the crc its first bytes must have (format 5). Encoding with
+    `measure`, progress is told the code length as it grows."""
     job = core.load().Job(engine and engine.model, engine and engine.pool, n, lanes,
                           stage=stage.native if stage else None, data=data, payload=payload, measure=measure,
                           overrun=overrun)
     steps = max(1, CHUNK_BYTES // lanes)
+    h = head_steps(n, lanes) if head is not None else 0
     if progress is not None and measure and data is not None:
         progress = _Metered(progress, lambda: job.coded_bits)
     try:
         while not job.done:
-            coded = job.run(steps)
+            coded = job.run(steps if job.steps_done >= h else min(steps, h - job.steps_done))
+            if head is not None and job.steps_done == h:
+                _head_problem(job.head(h), head)
+                head = None
             if progress is not None:
                 progress(coded)
     except core.load().DataError as e:
@@ -156,8 +195,13 @@ def _native(engine: IntEngine | None, n: int, lanes: int, stage: AdaptiveStage |
     return job
 
 
-def _record(stats: CodingStats | None, n: int, model_bits: float, mixed_bits: float | None) -> None:
-    if stats is not None:
+def _record(stats: CodingStats | None, n: int, model_bits: float, mixed_bits: float | None,
+            modelled: bool = True) -> None:
+    """Counts a block model-coded (`modelled` False: by a stage with the model's input whose model
+    was not run, a `stage` block: its bits are the coder's only)."""
+    if stats is not None and not modelled:
+        stats._last_bits = mixed_bits
+    elif stats is not None:
         stats.model_bytes += n
         stats.model_bits += model_bits
         if mixed_bits is not None:
@@ -194,9 +238,10 @@ def model_encode(engine: Engine, data: bytes, lanes: int, progress: Progress | N
     return enc.finish()
 
 
-def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=None, overrun: int = -1) -> bytes:
+def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=None, overrun: int = -1,
+                 head: int | None = None) -> bytes:
     if isinstance(engine, IntEngine):
-        return _native(engine, n, lanes, None, progress, payload=payload, overrun=overrun).result()
+        return _native(engine, n, lanes, None, progress, payload=payload, overrun=overrun, head=head).result()
     dec = core.load().CategoricalDecoder(payload, overrun)
 
     def code(rows: np.ndarray, _) -> np.ndarray:
@@ -205,7 +250,7 @@ def model_decode(engine: Engine, payload: bytes, n: int, lanes: int, progress=No
         except core.load().DataError as e:
             raise CorruptArchive(f"model-coded data is damaged ({e})") from None
 
-    return run_lanes(engine, code, n, lanes, None, progress)
+    return run_lanes(engine, code, n, lanes, None, progress, head)
 
 
 def mixed_encode(engine: IntEngine | TwinEngine | None, stage: AdaptiveStage, data: bytes, lanes: int,
@@ -216,7 +261,7 @@ def mixed_encode(engine: IntEngine | TwinEngine | None, stage: AdaptiveStage, da
     measure = stats is not None or progress is not None
     if engine is None or isinstance(engine, IntEngine):
         job = _native(engine, n, lanes, stage, progress, measure, data=data)
-        _record(stats, n, job.model_bits, job.coded_bits)
+        _record(stats, n, job.model_bits, job.coded_bits, engine is not None or not stage.params.nn)
         return job.result()
     enc = stage.encoder(lanes, -(-n // lanes), measure=measure)
     nn_bits = 0.0
@@ -235,9 +280,9 @@ def mixed_encode(engine: IntEngine | TwinEngine | None, stage: AdaptiveStage, da
 
 
 def mixed_decode(engine: IntEngine | TwinEngine | None, stage: AdaptiveStage, payload: bytes, n: int, lanes: int,
-                 progress=None, overrun: int = -1) -> bytes:
+                 progress=None, overrun: int = -1, head: int | None = None) -> bytes:
     if engine is None or isinstance(engine, IntEngine):
-        return _native(engine, n, lanes, stage, progress, payload=payload, overrun=overrun).result()
+        return _native(engine, n, lanes, stage, progress, payload=payload, overrun=overrun, head=head).result()
     dec = stage.decoder(lanes, -(-n // lanes), payload, overrun)
 
     def code(freq: np.ndarray, _) -> np.ndarray:
@@ -246,7 +291,7 @@ def mixed_decode(engine: IntEngine | TwinEngine | None, stage: AdaptiveStage, pa
         except core.load().DataError as e:
             raise CorruptArchive(f"model-coded data is damaged ({e})") from None
 
-    return run_lanes(engine, code, n, lanes, None, progress)
+    return run_lanes(engine, code, n, lanes, None, progress, head)
 
 
 def effective_lanes(n: int, lanes: int, min_lane: int = LANE_FLOOR) -> int:
@@ -262,42 +307,55 @@ def order0_entropy(data: bytes) -> float:
 
 def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolicy, progress: Progress | None = None,
                  methods: frozenset[Method] = ALL_METHODS, stats: CodingStats | None = None,
-                 get_stage: Callable[[], AdaptiveStage] | None = None) -> tuple[Method, int, bytes]:
+                 get_stage: Callable[[], AdaptiveStage] | None = None,
+                 model_pays: float | None = None, head: bool = True) -> tuple[Method, int, bytes]:
     """The smallest of the allowed methods (model-coded, zstd, raw; ties go to the cheaper
-    decode). The model codes MIXED with an adaptive stage (`get_stage`), else MODEL. Unless
+    decode). The model codes MIXED with an adaptive stage (`get_stage`), else MODEL; where both
+    MIXED and STAGE are allowed and `model_pays` is given, a repetitive block on which the model
+    saves less than that share of the stage's code length is coded STAGE, by the stage alone in
+    one lane (kind.py). Unless
     the model is the only choice, it is skipped where it cannot pay for its time: data whose
     byte histogram is already near 8 bits/byte (compressed or random: it cannot win; such data
     also skips zstd's slow level when its fast level finds nothing), and data zstd already
     shrinks to at most 1/TRIVIAL of its size (zeros, padding, a repeated record: the model
     could save at most that little, at ~50 µs a byte). The model's lanes follow `lanes`
     (options.lane_policy says why). `get_engine` and `get_stage` are called only if the model is
-    tried. `progress` is told the block's bytes as they are coded, and at the end its payload's size."""
+    tried. `head`: a model-coded payload starts with its head check (format 5; `_headed`).
+    `progress` is told the block's bytes as they are coded, and at the end its payload's size."""
     progress = progress and _Tally(progress)
     candidates = []
     dense, trivial = order0_entropy(data) >= 7.5, False
     if Method.RAW in methods:
         candidates.append((Method.RAW, 1, data))
     zstd = core.load().zstd_compress
-    quick = zstd(data, 1) if Method.ZSTD in methods or lanes.repetitive_min_lane != lanes.min_lane else None
+    quick = zstd(data, 1) if Method.ZSTD in methods else None
     if Method.ZSTD in methods:
         # Dense data that zstd's fastest level cannot shrink by 1 % is left to it: level 19
         # runs at ~5 MB/s and would not do better on such data.
         level = 1 if dense and len(quick) > 0.99 * len(data) else ZSTD_LEVEL
         candidates.append((Method.ZSTD, 1, quick if level == 1 else zstd(data, level)))
         trivial = len(candidates[-1][2]) * TRIVIAL <= len(data)
-    by_model = Method.MODEL if get_stage is None else Method.MIXED
+    coded = methods & ({Method.MODEL} if get_stage is None else STAGED)
     stage, snapshot = None, None
-    if by_model in methods and (methods == {by_model} or not (dense or trivial)):
+    if coded and (methods <= CODED or not (dense or trivial)):
+        quick = quick or zstd(data, 1)
+        repetitive = len(data) > REPETITIVE * len(quick)
         k = effective_lanes(len(data), lanes.most, lanes.min_lane)
-        if quick is not None and len(data) > REPETITIVE * len(quick):
+        if repetitive:
             k = max(effective_lanes(len(data), lanes.most, lanes.repetitive_min_lane), SPLIT_LANES if k >= SPLIT_LANES else 1)
         if get_stage is None:
-            payload = model_encode(get_engine(), data, k, progress, stats)
+            method, payload = Method.MODEL, model_encode(get_engine(), data, k, progress, stats)
         else:
             stage = get_stage()
             snapshot = stage.snapshot()
-            payload = mixed_encode(_engine_for(stage, get_engine), stage, data, k, progress, stats)
-        candidates.append((by_model, k, payload))
+            if coded == STAGED and model_pays is not None and repetitive and stage.params.nn:
+                method, k, payload = _stage_or_model(stage, get_engine, data, k, model_pays, progress, stats)
+            else:
+                method = Method.STAGE if coded == {Method.STAGE} else Method.MIXED
+                k = 1 if method == Method.STAGE else k
+                engine = _engine_for(stage, get_engine) if method == Method.MIXED else None
+                payload = mixed_encode(engine, stage, data, k, progress, stats)
+        candidates.append((method, k, _headed(data, k, payload) if head else payload))
     elif progress is not None:
         progress(len(data))
     if not candidates:
@@ -305,15 +363,36 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolic
     best = min(candidates, key=lambda c: len(c[2]))
     if progress is not None:  # what was measured, made the payload's size
         progress(0, 8 * len(best[2]) - progress.bits)
-    if stage is not None and best[0] != Method.MIXED:
+    if stage is not None and best[0] not in STAGED:
         stage.restore(snapshot)  # the decoder's stage will not see this block
     if stats is not None:
         stats.methods[best[0].name.lower()] += 1
         stats.payload += len(best[2])
-        if best[0] == by_model:
+        if best[0] in CODED:
             stats.chosen_bits += stats._last_bits
             stats.chosen_payload += len(best[2])
     return best
+
+
+def _stage_or_model(stage: AdaptiveStage, get_engine: Callable[[], Engine], data: bytes, lanes: int, least: float,
+                    progress: Progress | None, stats: CodingStats | None) -> tuple[Method, int, bytes]:
+    """A repetitive block coded STAGE (one lane) or MIXED (`lanes`) by `stage`, the model stopped
+    half-way where it saves less than `least` (kind.py says why); the stage ends as the chosen
+    coding leaves it. `progress` is told the block's bytes once."""
+    alone_stage, ledger = stage.copy(), kind.Ledger()
+    alone = mixed_encode(None, alone_stage, data, 1, ledger)
+    referee = kind.Referee(ledger, len(data), lanes, least, max(1, CHUNK_BYTES // lanes), progress)
+    try:
+        mixed = mixed_encode(_engine_for(stage, get_engine), stage, data, lanes, referee, stats)
+        if len(mixed) <= len(alone):
+            return Method.MIXED, lanes, mixed
+    except kind.Losing:
+        pass
+    stage.restore(alone_stage.native)  # as the stage alone left it
+    _record(stats, len(data), 0.0, ledger.total, modelled=False)
+    if progress is not None and referee.done < len(data):
+        progress(len(data) - referee.done)
+    return Method.STAGE, 1, alone
 
 
 def _engine_for(stage: AdaptiveStage, get_engine: Callable[[], Engine]) -> Engine | None:
@@ -322,19 +401,27 @@ def _engine_for(stage: AdaptiveStage, get_engine: Callable[[], Engine]) -> Engin
 
 
 def decode_block(get_engine: Callable[[], Engine], method: Method, lanes: int, payload: bytes, n: int,
-                 progress=None, get_stage: Callable[[], AdaptiveStage] | None = None, overrun: int = -1) -> bytes:
+                 progress=None, get_stage: Callable[[], AdaptiveStage] | None = None, overrun: int = -1, *,
+                 head: bool) -> bytes:
     """`get_engine` (and `get_stage`) are called only for model-coded blocks, so archives of
     stored/zstd blocks decode without the model. `overrun`: the most bytes the decoder may read
-    past a model-coded payload (format 4: container.OVERRUN; -1: any, as formats 1-3 allow)."""
-    if method in (Method.MODEL, Method.MIXED):
+    past a model-coded payload (formats 4, 5: container.OVERRUN; -1: any, as formats 1-3 allow).
+    `head`: a model-coded payload starts with its head check (format 5)."""
+    if method in CODED:
         if lanes > effective_lanes(n, MAX_LANES):  # the encoder never makes more; each lane costs memory
             raise CorruptArchive(f"{lanes} lanes for {n} bytes is more than the encoder makes")
+        want = None
+        if head:
+            if len(payload) < _HEAD.size:
+                raise CorruptArchive("the payload is shorter than its head check")
+            (want,), payload = _HEAD.unpack(payload[:_HEAD.size]), payload[_HEAD.size:]
         if method == Method.MODEL:
-            return model_decode(get_engine(), payload, n, lanes, progress, overrun)
+            return model_decode(get_engine(), payload, n, lanes, progress, overrun, want)
         if get_stage is None:
-            raise CorruptArchive("a mixed block in an archive without an adaptive stage")
+            raise CorruptArchive(f"a {method.name.lower()} block in an archive without an adaptive stage")
         stage = get_stage()
-        return mixed_decode(_engine_for(stage, get_engine), stage, payload, n, lanes, progress, overrun)
+        engine = _engine_for(stage, get_engine) if method == Method.MIXED else None
+        return mixed_decode(engine, stage, payload, n, lanes, progress, overrun, want)
     if lanes != 1:
         raise CorruptArchive(f"{lanes} lanes on a block that is not model-coded")
     if method == Method.ZSTD:

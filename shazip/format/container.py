@@ -85,9 +85,14 @@ class Method(enum.IntEnum):
     ZSTD = 1
     MODEL = 2  # range-coded bytes under the model's rows
     MIXED = 3  # binary decisions under the model mixed with the adaptive stage (format 2)
+    # binary decisions under the adaptive stage alone, the model not run (its input uniform) in a block
+    # it does not pay for (format 5)
+    STAGE = 4
 
 
 ALL_METHODS = frozenset(Method)
+STAGED = frozenset({Method.MIXED, Method.STAGE})  # coded by the adaptive stage's binary decisions
+CODED = STAGED | {Method.MODEL}  # coded under predictions (the rest: stored bytes, zstd frames)
 _METHOD_VALUES = frozenset(m.value for m in Method)
 
 
@@ -171,7 +176,7 @@ def max_payload(method: int, orig_len: int) -> int:
         return orig_len
     if method == Method.ZSTD:
         return orig_len + (orig_len >> 7) + 128
-    if method == Method.MIXED:  # at most 16 bits a decision (probabilities are >= 2**-16)
+    if method in STAGED:  # at most 16 bits a decision (probabilities are >= 2**-16)
         return 16 * orig_len + 16
     return 3 * orig_len + 16
 
@@ -187,7 +192,8 @@ def _block_problem(
     i, block_size = expected_index, header.block_size
     if index != expected_index:
         return f"block {i}: out of order (found index {index})"
-    if method not in _METHOD_VALUES or (method == Method.MIXED and not header.adapt_version):
+    if (method not in _METHOD_VALUES or (method in STAGED and not header.adapt_version)
+            or (method == Method.STAGE and header.format_version < 5)):
         return f"block {i}: unknown method {method}"
     if method == Method.MODEL and chained(header.format_version) and header.adapt_version:
         return f"block {i}: method model in an archive with the adaptive stage (the stage codes every model block)"
@@ -205,8 +211,8 @@ def _block_problem(
         )
     if method == Method.MODEL and payload_len % 4:
         return f"block {i}: model payload length {payload_len} is not a multiple of 4"
-    floor = orig_len // (FLOOR_RATIO if method == Method.MIXED else 8 * FLOOR_RATIO) - FLOOR_SLACK
-    if method in (Method.MIXED, Method.MODEL) and payload_len < floor:
+    floor = orig_len // (FLOOR_RATIO if method in STAGED else 8 * FLOOR_RATIO) - FLOOR_SLACK
+    if method in CODED and payload_len < floor:
         return (f"block {i}: payload of {payload_len} bytes is too short to code {orig_len} bytes (at least {floor})"
                 + (BOUND_HINT if header.format_version in (2, 3) and method == Method.MIXED else ""))
     return None

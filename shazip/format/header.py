@@ -4,8 +4,8 @@ record (docs/format.md, "Header").
     header 1/2 = "SHZ\\x89" | format_version u8 | engine u8 | engine_version u8 | threads u8 |
               model_id 32B | name_len u8 | model_name | block_size u32 | lanes u16 |
               [format 2: adapt_version u8 | params_len u8 | adapt_params] | header_crc u32
-    header 3/4 = "SHZ\\x89" | 3 or 4 | flags u8 (SOLO 1, NAME 2, solo method << 2; format 4: EMPTY 16,
-              MORE 32, FRAME 64) | engine u8 (id << 4 | version) | model_id 8B |
+    header 3-5 = "SHZ\\x89" | 3, 4 or 5 | flags u8 (SOLO 1, NAME 2, solo method << 2; formats 4, 5: EMPTY 16,
+              MORE 32, FRAME 64; format 5: the solo method's bit 2 << 7) | engine u8 (id << 4 | version) | model_id 8B |
               [NAME: name_len u8 | model_name] | adapt_version u8 | params_len u8 | adapt_params |
               [FRAME: index v | output_id u32 | link u32] |
               [SOLO: lanes v | orig_len - 1 v | payload_len v | data_crc u32
@@ -15,9 +15,10 @@ Format 1 (shazip 0.3) has no adaptive stage; format 2 added its version and para
 wide layout; format 3 is format 2 made compact: the model named by the first 8 bytes of its
 sha256 (every block's crc still proves the decode), its name only when it is not a bundled one,
 and an input of one block framed in the header itself (38 bytes in all for a 4 KB file, 40 at
-most, against 108 in format 2); format 4 (written for every archive with the stage) is format 3
-with its checksums chained (`chained`) and frames. Archives without the stage are still written
-as format 1, byte for byte as 0.3 did. The records that follow a header, and the reading and
+most, against 108 in format 2); format 4 is format 3 with its checksums chained (`chained`) and
+frames; format 5 (written today for every archive of the int8 engine) is format 4 with one more
+block method, `stage` (container.Method). Archives of the float32 engine are still written as
+format 1, byte for byte as 0.3 did. The records that follow a header, and the reading and
 writing of whole archives, are container.py's.
 """
 
@@ -29,8 +30,8 @@ from typing import Callable
 from shazip.errors import CorruptArchive
 
 MAGIC: bytes = b"SHZ\x89"
-FORMAT_VERSIONS = (1, 2, 3, 4)
-COMPACT = (3, 4)  # the formats with format 3's layout
+FORMAT_VERSIONS = (1, 2, 3, 4, 5)
+COMPACT = (3, 4, 5)  # the formats with format 3's layout
 MAX_BLOCK_SIZE = 1 << 28  # largest block_size accepted in a header
 
 _MODEL_ID_LEN = 32
@@ -41,7 +42,8 @@ _HEADER_HEAD = struct.Struct("<4sBBBB32sB")
 _HEADER_TAIL = struct.Struct("<IH")  # block_size, lanes
 _SHORT_ID_LEN = 8  # format 3: the model id's first bytes
 _SOLO, _NAME, _METHOD_BITS = 1, 2, 12  # format 3 flags: bits 2-3 hold a solo block's method
-_EMPTY = 16  # format 4: the archive holds nothing (no block fields, no blocks, no trailer)
+_METHOD_HIGH = 128  # format 5: the solo method's bit 2 (method `stage`, 4)
+_EMPTY = 16  # formats 4, 5: the archive holds nothing (no block fields, no blocks, no trailer)
 # Format 4 frames (docs/format.md, "Frames"): MORE, on a one-block archive, says more frames of its
 # output follow (an archive of several blocks says it with its trailer's tag); FRAME marks a
 # frame after an output's first, whose header holds its index, the output's id and the link to
@@ -59,7 +61,7 @@ def with_crc(body: bytes, seed: int = 0) -> bytes:
 
 
 def chained(format_version: int) -> bool:
-    """Format 4 chains its checksums: each block header's crc and the trailer's start from the
+    """Formats 4 and 5 chain their checksums: each block header's crc and the trailer's start from the
     crc of the record before them (the header's for the first), so a record belongs to one
     archive at one place. Each block header holds its data's crc, so the chain covers the
     content before it too: a block spliced in from another archive, or moved, fails at its own
@@ -75,7 +77,7 @@ def _check_range(name: str, value: int, lo: int, hi: int) -> None:
 
 @dataclass(frozen=True)
 class Solo:
-    """The fields of a format 3/4 archive's only block, which its header holds (the block's
+    """The fields of a format 3-5 archive's only block, which its header holds (the block's
     index is 0; container.BlockHeader is the block's whole record)."""
 
     method: int
@@ -101,7 +103,7 @@ class Header:
     lanes: int  # 1..65535
     adapt_version: int = 0  # 0: no adaptive stage (format 1, or 4 with the int8 engine)
     adapt_params: bytes = b""  # the stage's parameters, <= 255 bytes, opaque here
-    format_version: int = 0  # 0: the format written today for these fields (4; 1 for the float32 engine)
+    format_version: int = 0  # 0: the format written today for these fields (5; 1 for the float32 engine)
     # format 4, the frames after the first of an output (docs/format.md, "Frames"): the frame's
     # index (0: an output's first frame, or its only one), the output's id (the crc of its first
     # block's data) and the crc of the previous frame's data
@@ -110,16 +112,17 @@ class Header:
     link: int = 0
 
     def __post_init__(self) -> None:
-        if not self.format_version:  # format 4 has no room for a thread count, which float32 needs
-            object.__setattr__(self, "format_version", 4 if self.adapt_version or not self.threads else 1)
+        if not self.format_version:  # formats 3-5 have no room for a thread count, which float32 needs
+            object.__setattr__(self, "format_version", 5 if self.adapt_version or not self.threads else 1)
 
     def pack(self, solo: "Solo | None" = None, empty: bool = False, more: bool = False) -> bytes:
         """Serialize (formats 3, 4: with the fields of the archive's only block, if `solo`;
         format 4: as the whole of an archive of nothing, if `empty`; format 4, `solo`: `more`,
         frames of this output follow); a field that cannot be represented is a programmer error
         (ValueError)."""
-        if empty and (self.format_version != 4 or solo is not None or more):
-            raise ValueError("only format 4 writes an empty archive as its header alone, and only as a whole output")
+        if empty and (not chained(self.format_version) or solo is not None or more):
+            raise ValueError("only formats 4 and 5 write an empty archive as its header alone, and only as a whole "
+                             "output")
         if (self.frame_index or more) and not chained(self.format_version):
             raise ValueError(f"format {self.format_version} has no frame fields")
         if more and solo is None:
@@ -156,7 +159,9 @@ class Header:
         _check_range("engine", self.engine, 0, 15)
         _check_range("engine_version", self.engine_version, 0, 15)
         _check_range("threads", self.threads, 0, 0)
-        _check_range("adapt_version", self.adapt_version, 0 if self.format_version == 4 else 1, 255)
+        _check_range("adapt_version", self.adapt_version, 0 if chained(self.format_version) else 1, 255)
+        if solo is not None:
+            _check_range("solo method", solo.method, 0, 4 if self.format_version >= 5 else 3)
         if not self.adapt_version and self.adapt_params:
             raise ValueError("adapt_params without an adaptive stage")
         _check_range("adapt_params length", len(self.adapt_params), 0, 255)
@@ -171,7 +176,8 @@ class Header:
         _check_range("link", self.link, 0, _U32_MAX)
         if empty and self.frame_index:
             raise ValueError("an empty archive is a whole output, never a later frame")
-        flags = ((_SOLO | solo.method << 2 if solo is not None else 0) | (_NAME if name else 0) | (_EMPTY if empty else 0)
+        solo_bits = _SOLO | (solo.method & 3) << 2 | (solo.method & 4) << 5 if solo is not None else 0
+        flags = (solo_bits | (_NAME if name else 0) | (_EMPTY if empty else 0)
                  | (_MORE if more else 0) | (_FRAME if self.frame_index else 0))
         out = MAGIC + bytes([self.format_version, flags, self.engine << 4 | self.engine_version])
         out += self.model_id[:_SHORT_ID_LEN]
@@ -267,7 +273,7 @@ def _parse_wide(take: Callable[[int], bytes], version: int) -> Parsed:
 
 
 def _parse_compact(take: Callable[[int], bytes], version: int) -> Parsed:
-    """Formats 3 and 4."""
+    """Formats 3 to 5."""
     raw = bytearray(MAGIC + bytes([version]))
 
     def get(n: int) -> bytes:
@@ -294,9 +300,11 @@ def _parse_compact(take: Callable[[int], bytes], version: int) -> Parsed:
     framed = chained(version) and flags & _FRAME
     frame_index = varint() if framed else 0
     output_id, link = _FRAME_IDS.unpack(get(_FRAME_IDS.size)) if framed else (0, 0)
-    empty = version == 4 and flags & ~_NAME == _EMPTY
+    empty = chained(version) and flags & ~_NAME == _EMPTY
+    high = _METHOD_HIGH if version >= 5 else 0
     if flags & _SOLO:
-        method, lanes, orig_len, payload_len = flags >> 2 & 3, varint(), varint() + 1, varint()
+        method = flags >> 2 & 3 | (flags & high) >> 5
+        lanes, orig_len, payload_len = varint(), varint() + 1, varint()
         (data_crc,) = _CRC.unpack(get(_CRC.size))
         block_size = orig_len
     elif empty:
@@ -306,7 +314,7 @@ def _parse_compact(take: Callable[[int], bytes], version: int) -> Parsed:
     (crc,) = _CRC.unpack(take(_CRC.size))
     if zlib.crc32(raw) != crc:
         raise CorruptArchive("header checksum mismatch")
-    known = _SOLO | _NAME | (_METHOD_BITS | (_MORE if chained(version) else 0) if flags & _SOLO else 0)
+    known = _SOLO | _NAME | (_METHOD_BITS | high | (_MORE if chained(version) else 0) if flags & _SOLO else 0)
     if flags & ~(known | (_EMPTY if empty else 0) | (_FRAME if framed else 0)):
         raise CorruptArchive(f"header has unknown flags 0x{flags:02x}")
     if framed and not frame_index:
