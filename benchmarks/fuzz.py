@@ -68,12 +68,13 @@ def main() -> None:
     codings = ((frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
                (frozenset(Method), "cm"),
                (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams(nn=False, nn_final=False)),
-               (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams()))  # every model of the newest stage
+               (frozenset({Method.MIXED, Method.RAW}), AdaptiveParams()),  # every model of the newest stage
+               (frozenset({Method.STAGE, Method.RAW}), "cm"))  # format 5's stage blocks: the stage alone
     archives, donors = ([shazip.compress(d, model=model, block_size=900, lanes=3, methods=m, adapt=a)
                          for m, a in codings] for d in (data, other))
     expected = [data] * len(archives)
-    # and the golden archives of formats 1-3 (written by shazip 0.3-0.7), which every version must decode
-    for name in ("golden-int8.shz", "golden-mixed.shz", "golden-mixed-v3.shz"):
+    # and the golden archives of formats 1-4 (written by shazip 0.3-0.21), which every version must decode
+    for name in ("golden-int8.shz", "golden-mixed.shz", "golden-mixed-v3.shz", "golden-mixed-v4.shz"):
         old = (ROOT / "tests" / "data" / name).read_bytes()
         archives.append(old)
         donors.append(None)

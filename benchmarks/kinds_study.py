@@ -9,6 +9,7 @@ in total:
     -6        the default level as it is (its lanes: 16 KB, 128 KB on repetitive blocks, at most 32;
               repetitive blocks raced against the stage alone, shazip/codec/kind.py)
     -6 model  the default level with the model on every block it tries (no race: shazip 0.21's choice)
+    -6 heavy  the default level with -7's stage models (the heaviest)
     -6 1lane  the default level's stage and model, one lane a block (the stage sees the block in order)
     -6 stage  the default level's stage models without the model's input, one lane (no neural step)
     -2        the stage alone with its own models (the level that never runs the model)
@@ -43,6 +44,7 @@ from shazip.options import LEVELS, lane_policy
 CONFIGS = {
     "-6": dict(level=6),
     "-6 model": dict(level=6, race=False),
+    "-6 heavy": dict(level=6, models=7),
     "-6 1lane": dict(level=6, lanes=1),
     "-6 stage": dict(level=6, lanes=1, stage_only=True),
     "-2": dict(level=2),
@@ -54,7 +56,7 @@ CONFIGS = {
 def compressor(config: dict, threads: int) -> shazip.Compressor:
     """The API's compressor for one configuration (`stage_only`: the level's stage parameters
     with the model's input off, given as parameters, so the archive records exactly them)."""
-    options = {k: v for k, v in config.items() if k not in ("stage_only", "race")}
+    options = {k: v for k, v in config.items() if k not in ("stage_only", "race", "models")}
     if config.get("stage_only"):
         level = LEVELS[config["level"]]
         params = _stage_params("cm", level, lane_policy(level, options.get("lanes"), False))
@@ -62,6 +64,8 @@ def compressor(config: dict, threads: int) -> shazip.Compressor:
     c = shazip.Compressor(threads=threads, **options)
     if config.get("race") is False:
         c.model_pays = None
+    if "models" in config:  # another level's stage models, chosen by the input's kind as a level's are
+        c.params = _stage_params("cm", LEVELS[config["models"]], c.lane_policy)
     return c
 
 

@@ -50,8 +50,10 @@ if TYPE_CHECKING:
 
 
 
-def _stage_params(adapt: str | AdaptiveParams, level: Level, lanes: LanePolicy) -> AdaptiveParams | None:
-    """The adaptive stage's parameters for `adapt` at `level` with `lanes` (None: the model alone)."""
+def _stage_params(adapt: str | AdaptiveParams, level: Level, lanes: LanePolicy,
+                  repetitive: bool = False) -> AdaptiveParams | None:
+    """The adaptive stage's parameters for `adapt` at `level` with `lanes` (None: the model alone),
+    for an input that starts with a `repetitive` block (the level's `repetitive_models`) or not."""
     from .stage.adaptive import EXTRA_FLAGS, MODEL_FLAGS, AdaptiveParams  # the core's: stored archives decode without it
     if isinstance(adapt, AdaptiveParams):
         return adapt
@@ -62,7 +64,7 @@ def _stage_params(adapt: str | AdaptiveParams, level: Level, lanes: LanePolicy) 
             raise UsageError("levels 1 and 2 code with the adaptive stage alone: it cannot be off (adapt 'none')")
         return None
     lane_own = ("local_match", "local_ctx") if lanes.one_lane else ()  # with one lane they repeat the shared ones
-    chosen = set(level.models) - set(lane_own)
+    chosen = set(level.repetitive_models if repetitive and level.repetitive_models else level.models) - set(lane_own)
     return AdaptiveParams(**{name: name in chosen for name in MODEL_FLAGS + EXTRA_FLAGS})
 
 
@@ -73,8 +75,8 @@ def levels_of(params: AdaptiveParams) -> list[int]:
         return replace(p, table_bits=0, history_bits=0, match_bits=0)  # sized to the input
     want = models(params)
     return [n for n, lv in LEVELS.items()
-            if any(models(_stage_params("cm", lv, LanePolicy(most, LANE_FLOOR, LANE_FLOOR)).for_kind(tabular)) == want
-                   for most in (1, DEFAULT_LANES) for tabular in (False, True))]
+            if any(models(_stage_params("cm", lv, LanePolicy(most, LANE_FLOOR, LANE_FLOOR), rep).for_kind(tabular))
+                   == want for most in (1, DEFAULT_LANES) for tabular in (False, True) for rep in (False, True))]
 
 
 def _new_stage(params: AdaptiveParams) -> AdaptiveStage:
@@ -231,6 +233,7 @@ class Compressor:
         self.lane_policy = lane_policy(lv, lanes, lv.model and hw.device != "cpu")
         self.params = _stage_params(adapt, lv, self.lane_policy)
         self._for_data = isinstance(adapt, str)  # a level's models follow the input's kind (not given parameters)
+        self._repetitive_params = _stage_params(adapt, lv, self.lane_policy, True) if self._for_data else None
         # a level's trial of the model on repetitive blocks (codec/kind.py), unless the lanes are the caller's
         self.model_pays = lv.model_pays if lanes is None else None
         if self.params is not None and engine != "int8":
@@ -397,12 +400,16 @@ class ShazipCompressor:
         return self
 
     def _start(self, first: bytes, whole: int | None) -> None:
-        """The archive's header and stage, from its first block: a level's stage gets its table
-        models only where that block looks like a table, and an input that is one block, of
-        `whole` bytes in all, tables sized for it (the header records both)."""
+        """The archive's header and stage, from its first block: a level's stage gets its models
+        for repetitive text where that block is repetitive, its table models only where it looks
+        like a table, and an input that is one block, of `whole` bytes in all, tables sized for
+        it (the header records all three)."""
         c = self._c
         header, params = c.header, c.params
         if params is not None:
+            if c._for_data and first:
+                from .codec import kind  # numpy: imported by the first block, not by an empty input
+                params = c._repetitive_params if kind.repetitive(first) else params
             if c._for_data:
                 params = params.for_data(first)
             if whole is not None:

@@ -69,6 +69,9 @@ class Level:
     # the least share of a repetitive block's code length the model must save, half-way, to be run on
     # to its end (codec/kind.py; else the stage codes the block alone, a `stage` block); None: no race
     model_pays: float | None = None
+    # the stage's models for a frame whose first block is repetitive (codec/kind.py's test), where
+    # they differ from `models`
+    repetitive_models: tuple[str, ...] | None = None
 
     @property
     def model(self) -> bool:
@@ -106,10 +109,14 @@ HEAVY_STAGE = ("word", "column", "sparse", "nn", "match", "apm") + RECORDS + (
 # MODEL_PAYS or more of what the stage alone spent on the same bytes, -7 .. -9 wherever it saves
 # anything (codec/kind.py; benchmarks/JOURNAL.md, "Stage blocks").
 MODEL_PAYS = 0.03
+# And a frame that starts with a repetitive block gets -7's stage models at levels 3-6 too: on
+# training logs and JSON 2.6 % smaller, for 27 % more time compressing and 34 % decompressing such
+# text (benchmarks/JOURNAL.md, "Stage blocks"), where prose keeps the lighter set and its speed.
 LEVELS = {1: Level(("word", "column", "sparse", "match", "apm"), ONE_LANE), 2: Level(STAGE_ALONE, ONE_LANE),
-          3: Level(DEFAULT_STAGE, 2048, "mini", MODEL_PAYS), 4: Level(DEFAULT_STAGE, 4096, "mini", MODEL_PAYS),
-          5: Level(DEFAULT_STAGE, 8192, "mini", MODEL_PAYS),
-          6: Level(DEFAULT_STAGE, 16384, model_pays=MODEL_PAYS),
+          3: Level(DEFAULT_STAGE, 2048, "mini", MODEL_PAYS, HEAVY_STAGE),
+          4: Level(DEFAULT_STAGE, 4096, "mini", MODEL_PAYS, HEAVY_STAGE),
+          5: Level(DEFAULT_STAGE, 8192, "mini", MODEL_PAYS, HEAVY_STAGE),
+          6: Level(DEFAULT_STAGE, 16384, model_pays=MODEL_PAYS, repetitive_models=HEAVY_STAGE),
           7: Level(HEAVY_STAGE, 65536, model_pays=0.0), 8: Level(HEAVY_STAGE, 262144, model_pays=0.0),
           9: Level(HEAVY_STAGE, ONE_LANE, model_pays=0.0)}
 DEFAULT_LEVEL = 6
@@ -146,7 +153,8 @@ def models_by_level() -> str:
 
 LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone, no neural model (-1 its version "
                "1 models), about 9x faster; -3 .. -9 add a model (" + models_by_level() + "), in ever longer "
-               "lanes (smaller, slower): -6 (the default) lanes of 16 KB or more, -7 .. -9 also the stage's heaviest models, -9 (--best) "
+               "lanes (smaller, slower): -6 (the default) lanes of 16 KB or more, -7 .. -9 also the stage's heaviest models "
+               "(-3 .. -6 on repetitive text), -9 (--best) "
                f"one lane per block (on a GPU: up to {MAX_LANES} lanes, none shorter than the level's or "
                f"{MIN_LANE_GPU >> 10} KB, whichever is less).")
 DEFAULT_BLOCK_SIZE = 2 << 20

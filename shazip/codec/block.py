@@ -32,7 +32,7 @@ from .. import core
 from ..errors import CorruptArchive
 from ..format.container import ALL_METHODS, CODED, STAGED, Method
 from ..options import MIN_LANE  # noqa: F401 (the lane policy's, re-exported)
-from ..options import LANE_FLOOR, MAX_LANES, REPETITIVE, SPLIT_LANES, LanePolicy
+from ..options import LANE_FLOOR, MAX_LANES, SPLIT_LANES, LanePolicy
 from . import kind
 from .engines import FloatEngine, IntEngine, TwinEngine
 
@@ -338,8 +338,7 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolic
     coded = methods & ({Method.MODEL} if get_stage is None else STAGED)
     stage, snapshot = None, None
     if coded and (methods <= CODED or not (dense or trivial)):
-        quick = quick or zstd(data, 1)
-        repetitive = len(data) > REPETITIVE * len(quick)
+        repetitive = kind.repetitive(data, quick)
         k = effective_lanes(len(data), lanes.most, lanes.min_lane)
         if repetitive:
             k = max(effective_lanes(len(data), lanes.most, lanes.repetitive_min_lane), SPLIT_LANES if k >= SPLIT_LANES else 1)

@@ -22,8 +22,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import core
+from ..options import REPETITIVE
+
 if TYPE_CHECKING:
     from .block import Progress
+
+def repetitive(data: bytes, quick: bytes | None = None) -> bool:
+    """Whether zstd's fastest level (`quick`, if already made) shrinks `data` more than
+    REPETITIVE-fold: logs, tables, JSON, XML, code, where prose stays under (options.py)."""
+    return len(data) > REPETITIVE * len(quick or core.load().zstd_compress(data, 1))
+
 
 CHECK_AT = 0.5  # the share of the model's steps after which it stops where it does not pay...
 WINDOW_FROM = 0.25  # ...over the steps since this share
