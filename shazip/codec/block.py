@@ -129,6 +129,7 @@ def run_lanes(engine: TwinEngine | FloatEngine, code: Callable[[np.ndarray, np.n
         flat[:n] = np.frombuffer(data, dtype=np.uint8)
     steps = np.ascontiguousarray(flat.reshape(lanes, span).T)  # [span, lanes]
     prev = np.full(lanes, BOS, dtype=np.int64)
+    head_at = head_steps(n, lanes) if head is not None else -1  # the steps after which the head is checked
     state = engine.start(lanes)
     active = lanes
     try:
@@ -139,7 +140,7 @@ def run_lanes(engine: TwinEngine | FloatEngine, code: Callable[[np.ndarray, np.n
             sym = code(rows[:active], None if data is None else steps[t, :active])
             steps[t, :active] = sym
             prev[:active] = sym
-            if head is not None and t + 1 == head_steps(n, lanes):
+            if t + 1 == head_at:
                 _head_problem(b"".join(steps[:min(t + 1, int(k)), b].tobytes() for b, k in enumerate(lengths)), head)
             if progress is not None:
                 progress(active)
