@@ -71,10 +71,7 @@ def test_the_race_leaves_the_stage_as_the_chosen_coding_does(trained, text, leas
         stage = _fresh(len(log) + len(prose))
         forced[m] = (encode_block(engine, log, FOUR, get_stage=lambda: stage, methods=frozenset({m})),
                      encode_block(engine, prose, FOUR, get_stage=lambda: stage, methods=frozenset({Method.MIXED})))
-    if least > 0:
-        assert method == Method.STAGE
-    else:  # run to the end: the smaller of the two
-        assert method == min(forced, key=lambda m: len(forced[m][0][2]))
+    assert method == (Method.STAGE if least > 0 else Method.MIXED)
     assert ((method, lanes, payload), after) == forced[method]
     assert forced[Method.STAGE][0][1] == 1 and forced[Method.MIXED][0][1] == 4
 

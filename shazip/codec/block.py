@@ -349,7 +349,8 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolic
             stage = get_stage()
             snapshot = stage.snapshot()
             if coded == STAGED and model_pays is not None and repetitive and stage.params.nn:
-                method, k, payload = _stage_or_model(stage, get_engine, data, k, model_pays, progress, stats)
+                method, k, payload = _stage_or_model(stage, snapshot, get_engine, data, k, model_pays, progress,
+                                                     stats)
             else:
                 method = Method.STAGE if coded == {Method.STAGE} else Method.MIXED
                 k = 1 if method == Method.STAGE else k
@@ -374,25 +375,25 @@ def encode_block(get_engine: Callable[[], Engine], data: bytes, lanes: LanePolic
     return best
 
 
-def _stage_or_model(stage: AdaptiveStage, get_engine: Callable[[], Engine], data: bytes, lanes: int, least: float,
-                    progress: Progress | None, stats: CodingStats | None) -> tuple[Method, int, bytes]:
-    """A repetitive block coded STAGE (one lane) or MIXED (`lanes`) by `stage`, the model stopped
-    half-way where it saves less than `least` (kind.py says why); the stage ends as the chosen
-    coding leaves it. `progress` is told the block's bytes once."""
-    alone_stage, ledger = stage.copy(), kind.Ledger()
-    alone = mixed_encode(None, alone_stage, data, 1, ledger)
-    referee = kind.Referee(ledger, len(data), lanes, least, max(1, CHUNK_BYTES // lanes), progress)
+def _stage_or_model(stage: AdaptiveStage, snapshot: object, get_engine: Callable[[], Engine], data: bytes,
+                    lanes: int, least: float, progress: Progress | None,
+                    stats: CodingStats | None) -> tuple[Method, int, bytes]:
+    """A repetitive block coded MIXED (`lanes`) or, where the model stops half-way saving less
+    than `least` (kind.py says why), STAGE (one lane), by `stage`, whose `snapshot` is its state
+    before the block; the stage ends as the chosen coding leaves it. `progress` is told the
+    block's bytes once."""
+    referee = kind.Referee(len(data), lanes, least, max(1, CHUNK_BYTES // lanes), progress)
+    if referee.armed:  # the stage alone on the whole block, then undone (no copy of its tables held)
+        mixed_encode(None, stage, data, 1, referee.ledger)
+        stage.restore(snapshot)
     try:
-        mixed = mixed_encode(_engine_for(stage, get_engine), stage, data, lanes, referee, stats)
-        if len(mixed) <= len(alone):
-            return Method.MIXED, lanes, mixed
+        return Method.MIXED, lanes, mixed_encode(_engine_for(stage, get_engine), stage, data, lanes, referee, stats)
     except kind.Losing:
-        pass
-    stage.restore(alone_stage.native)  # as the stage alone left it
-    _record(stats, len(data), 0.0, ledger.total, modelled=False)
-    if progress is not None and referee.done < len(data):
+        stage.restore(snapshot)
+    payload = mixed_encode(None, stage, data, 1, None, stats)
+    if progress is not None:
         progress(len(data) - referee.done)
-    return Method.STAGE, 1, alone
+    return Method.STAGE, 1, payload
 
 
 def _engine_for(stage: AdaptiveStage, get_engine: Callable[[], Engine]) -> Engine | None:

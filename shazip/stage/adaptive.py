@@ -265,16 +265,9 @@ class AdaptiveStage:
         block of every archive, and the only one of a small file)."""
         return None if self.position == 0 else self._stage.snapshot()
 
-    def copy(self) -> AdaptiveStage:
-        """Another stage in this one's state (a fresh one where this has coded nothing), to code
-        with apart from it: `restore(copy.snapshot())` makes this one what the copy became."""
-        twin = AdaptiveStage(self.params, self.kernels)
-        if self.position:
-            twin.restore(self._stage.snapshot())
-        return twin
-
     def restore(self, snapshot: object) -> None:
-        if snapshot is None:
+        if snapshot is None:  # fresh again: the old tables freed before the new are made (one stage's memory)
+            self._stage = None
             self.__post_init__()
         else:
             self._stage.restore(snapshot)
