@@ -47,13 +47,11 @@ class Ledger:
     """The stage alone's code length at each point of the bytes it codes, as its one-lane pass goes."""
 
     def __init__(self) -> None:
-        self.ends, self.bits, self.done, self.total = [0], [0.0], 0, 0.0
+        self.ends, self.bits = [0], [0.0]
 
     def __call__(self, n: int, bits: float = 0.0) -> None:
-        self.done += n
-        self.total += bits
-        self.ends.append(self.done)
-        self.bits.append(self.total)
+        self.ends.append(self.ends[-1] + n)
+        self.bits.append(self.bits[-1] + bits)
 
     def spent(self, starts: np.ndarray, stops: np.ndarray) -> float:
         """The bits it spent on the bytes [starts[i], stops[i]) (interpolated within a chunk)."""
@@ -63,13 +61,14 @@ class Ledger:
 class Referee:
     """Passes the model's progress on, and stops it at CHECK_AT of its steps where, over the
     steps since WINDOW_FROM, it has saved less than `least` of what the stage alone, in one lane
-    over the whole block, spent on the same bytes (its `ledger`, to be filled first). Both points are whole multiples of `chunk`, the steps between two
-    progress calls of the core's loop (the torch engines' loop calls every step), and the check is
-    made only where every lane is still active there (`armed`), so that the choice, like the
-    archive, is the same on every device and thread count."""
+    over the whole block, spent on the same bytes (its `ledger`, to be filled first). Both points
+    are whole multiples of `chunk`, the steps between two progress calls of the core's loop (the
+    torch engines' loop calls every step), and the check is made only where every lane is still
+    active there (`armed`), so that the choice, like the archive, is the same on every device and
+    thread count."""
 
     def __init__(self, n: int, lanes: int, least: float, chunk: int, progress: Progress | None) -> None:
-        self.n, self.lanes, self.least, self.progress = n, lanes, least, progress
+        self.lanes, self.least, self.progress = lanes, least, progress
         self.span = -(-n // lanes)
         self.window_at, self.check_at = (-(-int(share * self.span) // chunk) * chunk
                                          for share in (WINDOW_FROM, CHECK_AT))
