@@ -568,25 +568,6 @@ def test_mixer_on_every_kernel_path_by_hand(path):
         assert new_w == [min(max(wi + ((xi * e + 2**19) >> 20), -(2**24)), 2**24) for wi, xi in zip(w, x)]
 
 
-@pytest.mark.parametrize("path", _core.available_kernels())
-def test_mixer_rows_at_once_on_every_kernel_path(path):
-    """A bit's mixers go through the kernels in one call (their rows a few at a time): each row's
-    sum and training equal the contract's formulas, for 1 .. 9 rows (every remainder of the
-    kernels' groups of rows) of lengths from 1 to 86 (full vectors and tails), at the bounds and at
-    random."""
-    stage = AdaptiveStage(SMALL, kernels=path).native
-    rng = random.Random(11)
-    for m in range(1, 10):
-        for n in (1, 15, 16, 17, 31, 33, 63, 86, rng.randint(1, 86)):
-            x = [rng.choice([4095, -4095, rng.randint(-4095, 4095)]) for _ in range(n)]
-            w = [[rng.choice([2**24, -(2**24), rng.randint(-(2**24), 2**24)]) for _ in range(n)] for _ in range(m)]
-            e = [rng.choice([2**24 - 1, -(2**24 - 1), rng.randint(-(2**24 - 1), 2**24 - 1)]) for _ in range(m)]
-            sums, rows = core.testing().mixer_rows(stage, w, x, e)
-            assert sums == [sum(wi * xi for wi, xi in zip(r, x)) for r in w]
-            assert rows == [[min(max(wi + ((xi * ej + 2**19) >> 20), -(2**24)), 2**24) for wi, xi in zip(r, x)]
-                            for r, ej in zip(w, e)]
-
-
 def test_kernel_paths_code_alike():
     """Every kernel path this CPU runs makes the same payloads, and decodes them."""
     payloads = {path: records_payloads(SMALL, path) for path in _core.available_kernels()}

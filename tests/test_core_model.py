@@ -74,7 +74,7 @@ def assert_same(got: torch.Tensor, want: torch.Tensor) -> None:
 
 def test_paths_listed():
     assert PATHS[0] == "portable" and len(set(PATHS)) == len(PATHS)
-    assert set(PATHS) <= {"portable", "avx2", "avx512vnni", "amx"}
+    assert set(PATHS) <= {"portable", "avx2", "avx512vnni", "amx", "dotprod", "i8mm"}
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -268,7 +268,7 @@ def test_unknown_or_unavailable_path_is_refused(monkeypatch):
     monkeypatch.delenv("SHAZIP_KERNELS")
     with pytest.raises(ValueError, match="kernels=sse9: no such kernel path"):
         core.model(trained_weights(), "sse9")
-    missing = [p for p in ("avx2", "avx512vnni", "amx") if p not in PATHS]
+    missing = [p for p in ("avx2", "avx512vnni", "amx", "dotprod", "i8mm") if p not in PATHS]
     for p in missing:  # a path this CPU lacks (or, off x86-64, that this build lacks)
         with pytest.raises(ValueError, match=f"{p}"):
             core.model(trained_weights(), p)

@@ -1,24 +1,65 @@
-"""Single kernels on every path this CPU runs against the torch twin's formulas, at the edges a
-trained model rarely reaches: LayerNorm rows whose products leave the float64 fast path (so the
-path falls back to exact int64 arithmetic), widths that are no multiple of the vector, gains and
-offsets at their bounds; GEMMs with the weight -128 (outside the sign trick's range), every
-residue of K and N, and the extreme products."""
+"""Single kernels on every path this CPU runs against the numerics contract's formulas in exact
+integers, at the edges a trained model rarely reaches: LayerNorm rows whose products leave the
+float64 fast path (so the path falls back to exact int64 arithmetic), widths that are no multiple
+of the vector, gains and offsets at their bounds; GEMMs with the weight -128 (outside the sign
+trick's range), every residue of K and N, and the extreme products; the stage's mixers.
+
+Needs no torch (the formulas are written here in Python integers, and checked once against the
+torch twin where torch is installed): benchmarks/aarch64.py runs this file under qemu-user for the
+aarch64 paths."""
 
 from __future__ import annotations
 
 import math
+import random
+
 import numpy as np
 import pytest
-import torch
 
-from shazip import _core, quant
-from shazip.numerics import MIX_MASS, R_MAX
+from shazip import _core, core
+from shazip.numerics import MIX_MASS, NORM_GAIN_BITS, R_MAX
+from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 
 PATHS = _core.available_kernels()
 
 
-def twin_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    return quant.QNorm(torch.from_numpy(gain), torch.from_numpy(bias))(torch.from_numpy(x)).numpy()
+def rdiv(a: int, b: int) -> int:
+    """round(a / b) for b > 0, halves up (quant.rdiv)"""
+    return (2 * a + b) // (2 * b)
+
+
+def ints_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """quant.QNorm of each row, in Python integers"""
+    out = []
+    for row in x.tolist():
+        d = len(row)
+        xc = [v - rdiv(sum(row), d) for v in row]
+        sd = max(math.isqrt((sum(v * v for v in xc) // d) << 8), 1)
+        out.append([min(max(rdiv(v * int(g), sd << NORM_GAIN_BITS) + int(b), -R_MAX), R_MAX)
+                    for v, g, b in zip(xc, gain, bias)])
+    return np.array(out, np.int64).reshape(x.shape)
+
+
+def ints_quantize(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """quant.quantize_rows in Python integers: q = round(127 y / e), e = max(1, max |y|)"""
+    e = [max(1, max(abs(v) for v in row)) for row in y.tolist()]
+    q = [[rdiv(127 * v, er) for v in row] for row, er in zip(y.tolist(), e)]
+    return np.array(q, np.int8).reshape(y.shape), np.array(e, np.int64)
+
+
+def test_the_integer_formulas_are_the_twins():
+    """The references below are the torch twin's own arithmetic."""
+    torch = pytest.importorskip("torch")
+    from shazip import quant
+    rng = np.random.default_rng(5)
+    for d, x_bits, gain_bits in ((256, 20, 30), (7, 21, 39), (96, 3, 2)):
+        x, gain, bias = norm_case(rng, 4, d, x_bits, gain_bits)
+        twin = quant.QNorm(torch.from_numpy(gain), torch.from_numpy(bias))(torch.from_numpy(x)).numpy()
+        np.testing.assert_array_equal(ints_norm(x, gain, bias), twin)
+        y = rng.integers(-R_MAX, R_MAX + 1, (3, d))
+        q, e = quant.quantize_rows(torch.from_numpy(y))
+        np.testing.assert_array_equal(ints_quantize(y)[0], q.numpy())
+        np.testing.assert_array_equal(ints_quantize(y)[1], e.reshape(-1).numpy())
 
 
 def norm_case(rng: np.random.Generator, rows: int, d: int, x_bits: int, gain_bits: int) -> tuple:
@@ -31,10 +72,10 @@ def norm_case(rng: np.random.Generator, rows: int, d: int, x_bits: int, gain_bit
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("d", [256, 4, 7, 96, 2052])
 @pytest.mark.parametrize("x_bits,gain_bits", [(14, 30), (20, 30), (21, 39), (3, 39), (1, 2)])
-def test_layer_norm_equals_twin(path, d, x_bits, gain_bits):
+def test_layer_norm_equals_integers(path, d, x_bits, gain_bits):
     """(21, 39): products near 2**60, past float64's exact range: the fallback must give the same."""
     x, gain, bias = norm_case(np.random.default_rng(d * 100 + x_bits), 6, d, x_bits, gain_bits)
-    np.testing.assert_array_equal(_core.kernel_layer_norm(path, x, gain, bias), twin_norm(x, gain, bias))
+    np.testing.assert_array_equal(_core.kernel_layer_norm(path, x, gain, bias), ints_norm(x, gain, bias))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -50,7 +91,7 @@ def test_layer_norm_one_large_product_in_a_row(path):
     gain = np.full(d, (1 << 39) - 1, np.int64)
     gain[::3] *= -1
     bias = np.arange(d, dtype=np.int64) * 1000 - 32000
-    np.testing.assert_array_equal(_core.kernel_layer_norm(path, x, gain, bias), twin_norm(x, gain, bias))
+    np.testing.assert_array_equal(_core.kernel_layer_norm(path, x, gain, bias), ints_norm(x, gain, bias))
 
 
 def float64_norm(x: list[int], gain: list[int], bias: list[int]) -> list[int]:
@@ -82,12 +123,12 @@ def test_layer_norm_product_rounded_across_a_multiple(path):
     gain[0] = (B // 2 - 2) // 2 * pow(xc[0], -1, B // 2) % (B // 2)  # 2 xc g = -B/2 - 2 (mod B)
     assert xc[0] % 2 == 1 and (2 * xc[0] * gain[0] + B // 2) % B == B - 2 and gain[0] < 1 << 40
     xa, ga, ba = np.array([x]), np.array(gain), np.zeros(d, np.int64)
-    exact = twin_norm(xa, ga, ba)
+    exact = ints_norm(xa, ga, ba)
     assert float64_norm(x, gain, [0] * d)[0] == exact[0, 0] + 1
     np.testing.assert_array_equal(_core.kernel_layer_norm(path, xa, ga, ba), exact)
 
 
-def twin_gemm(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+def ints_gemm(a: np.ndarray, w: np.ndarray) -> np.ndarray:
     return a.astype(np.int64) @ w.astype(np.int64)
 
 
@@ -100,7 +141,7 @@ def test_gemm_equals_integers(path, rows, K, N):
     rng = np.random.default_rng(rows * 1000 + K + N)
     a = rng.integers(-127, 128, (rows, K)).astype(np.int8)
     w = rng.integers(-127, 128, (K, N)).astype(np.int8)
-    np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), twin_gemm(a, w))
+    np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), ints_gemm(a, w))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -113,23 +154,18 @@ def test_gemm_extreme_products_and_the_weight_minus_128(path):
         a[1] *= -1
         a[2, ::2] = -127
         w = np.full((K, N), fill, np.int8)
-        np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), twin_gemm(a, w))
+        np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), ints_gemm(a, w))
     rng = np.random.default_rng(3)
     a = rng.integers(-127, 128, (6, K)).astype(np.int8)
     w = rng.integers(-128, 128, (K, N)).astype(np.int8)
     w[::5, ::3] = -128
     a[:, ::2] = -127
-    np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), twin_gemm(a, w))
-
-
-def twin_quantize(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    q, e = quant.quantize_rows(torch.from_numpy(y))
-    return q.numpy(), e.reshape(-1).numpy()
+    np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), ints_gemm(a, w))
 
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("d", [256, 8, 7, 100, 1040])
-def test_quantize_equals_twin(path, d):
+def test_quantize_equals_integers(path, d):
     """Random rows of every size, a zero row (scale 1), rows at +-R_MAX, rows of exact halves, and
     rows where 254 y + e is a multiple of 2e whose float64 quotient falls just short of it."""
     rng = np.random.default_rng(d)
@@ -146,7 +182,7 @@ def test_quantize_equals_twin(path, d):
         y[row] = v
         y[row, 0] = e
     got_q, got_e = _core.kernel_quantize(path, y)
-    want_q, want_e = twin_quantize(y)
+    want_q, want_e = ints_quantize(y)
     np.testing.assert_array_equal(got_q, want_q)
     np.testing.assert_array_equal(got_e, want_e)
 
@@ -190,6 +226,25 @@ def test_mix_weights_at_their_bounds(path):
         for j, v in at.items():
             u[j] = v
         np.testing.assert_array_equal(_core.kernel_mix(path, keys, u, extra, u_extra), ints_mix(keys, u, extra, u_extra))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_mixer_rows_at_once_on_every_kernel_path(path):
+    """A bit's mixers go through the kernels in one call (their rows a few at a time): each row's
+    sum and training equal the contract's formulas, for 1 .. 9 rows (every remainder of the
+    kernels' groups of rows) of lengths from 1 to 86 (full vectors and tails), at the bounds and at
+    random."""
+    stage = AdaptiveStage(AdaptiveParams(table_bits=16, history_bits=16, match_bits=12), kernels=path).native
+    rng = random.Random(11)
+    for m in range(1, 10):
+        for n in (1, 15, 16, 17, 31, 33, 63, 86, rng.randint(1, 86)):
+            x = [rng.choice([4095, -4095, rng.randint(-4095, 4095)]) for _ in range(n)]
+            w = [[rng.choice([2**24, -(2**24), rng.randint(-(2**24), 2**24)]) for _ in range(n)] for _ in range(m)]
+            e = [rng.choice([2**24 - 1, -(2**24 - 1), rng.randint(-(2**24 - 1), 2**24 - 1)]) for _ in range(m)]
+            sums, rows = core.testing().mixer_rows(stage, w, x, e)
+            assert sums == [sum(wi * xi for wi, xi in zip(r, x)) for r in w]
+            assert rows == [[min(max(wi + ((xi * ej + 2**19) >> 20), -(2**24)), 2**24) for wi, xi in zip(r, x)]
+                            for r, ej in zip(w, e)]
 
 
 def test_kernel_arguments_are_checked():

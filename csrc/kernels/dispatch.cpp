@@ -10,6 +10,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+#if defined(SHAZIP_KERNELS_NEON) && defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(SHAZIP_KERNELS_NEON)
+#include <sys/sysctl.h>
+#endif
 
 namespace shazip::kernels {
 
@@ -28,6 +33,16 @@ extern const Kernels table;
 #endif
 #if defined(__x86_64__)
 namespace avx2 {
+extern const Kernels table;
+}
+#endif
+#if defined(SHAZIP_KERNELS_NEON)
+namespace dotprod {
+extern const Kernels table;
+}
+#endif
+#if defined(SHAZIP_KERNELS_I8MM)
+namespace i8mm {
 extern const Kernels table;
 }
 #endif
@@ -75,6 +90,25 @@ bool has_amx() {
 }
 #endif
 
+#if defined(SHAZIP_KERNELS_NEON) && defined(__linux__)
+// the kernel's hardware capabilities (asm/hwcap.h's bits, named here for C libraries without them)
+constexpr unsigned long HWCAP_DOTPROD = 1UL << 20, HWCAP2_SMMLA = 1UL << 13;  // ASIMDDP, I8MM
+bool has_dotprod() { return (getauxval(AT_HWCAP) & HWCAP_DOTPROD) != 0; }
+#if defined(SHAZIP_KERNELS_I8MM)
+bool has_i8mm() { return has_dotprod() && (getauxval(AT_HWCAP2) & HWCAP2_SMMLA) != 0; }
+#endif
+#elif defined(SHAZIP_KERNELS_NEON)
+bool sysctl_says(const char* name) {
+  int v = 0;
+  size_t size = sizeof v;
+  return sysctlbyname(name, &v, &size, nullptr, 0) == 0 && v != 0;
+}
+bool has_dotprod() { return sysctl_says("hw.optional.arm.FEAT_DotProd"); }
+#if defined(SHAZIP_KERNELS_I8MM)
+bool has_i8mm() { return has_dotprod() && sysctl_says("hw.optional.arm.FEAT_I8MM"); }
+#endif
+#endif
+
 bool always() { return true; }
 
 // slowest first
@@ -89,6 +123,12 @@ const std::vector<Path>& paths() {
 #endif
 #if defined(SHAZIP_KERNELS_AMX)
       {&amx::table, has_amx},
+#endif
+#if defined(SHAZIP_KERNELS_NEON)
+      {&dotprod::table, has_dotprod},
+#endif
+#if defined(SHAZIP_KERNELS_I8MM)
+      {&i8mm::table, has_i8mm},
 #endif
   };
   return all;

@@ -10,6 +10,8 @@
 //   avx2        x86-64-v3: AVX2 + FMA + BMI2 (kernels/avx2.cpp)
 //   avx512vnni  AVX-512 F/BW/VL/DQ + VNNI (kernels/avx512vnni.cpp)
 //   amx         avx512vnni's kernels with the matmul on AMX-INT8 tiles (kernels/amx.cpp)
+//   dotprod     aarch64: NEON with the dot product (SDOT) (kernels/dotprod.cpp)
+//   i8mm        dotprod's kernels with the matmul on SMMLA (kernels/i8mm.cpp)
 //
 // The ISA paths are compiled with `#pragma GCC target` in their own files, so one build runs on
 // any CPU and dispatch.cpp picks the path at run time. Their code lives in a path namespace with
@@ -33,6 +35,15 @@
 #if defined(__x86_64__) && defined(__linux__) && !defined(SHAZIP_EMULATE_AVX512) && \
     (defined(__clang__) ? __clang_major__ >= 12 : (defined(__GNUC__) && __GNUC__ >= 11))
 #define SHAZIP_KERNELS_AMX 1
+#endif
+
+// The aarch64 paths need a way to ask the CPU for its features: Linux's auxiliary vector or
+// macOS's sysctl. SMMLA's intrinsics came with GCC 10 and clang 11.
+#if defined(__aarch64__) && (defined(__linux__) || defined(__APPLE__))
+#define SHAZIP_KERNELS_NEON 1
+#if defined(__clang__) ? __clang_major__ >= 11 : (defined(__GNUC__) && __GNUC__ >= 10)
+#define SHAZIP_KERNELS_I8MM 1
+#endif
 #endif
 
 namespace shazip::kernels {
