@@ -27,5 +27,9 @@ struct DataError : std::runtime_error {
 inline void require(bool ok, const std::string& what) {
   if (!ok) throw ArgumentError(what);
 }
+// a literal message: no string is built where the check passes (checks in loops over arrays)
+inline void require(bool ok, const char* what) {
+  if (!ok) throw ArgumentError(what);
+}
 
 }  // namespace shazip
