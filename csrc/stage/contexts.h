@@ -98,31 +98,32 @@ namespace shazip::stage {
 
 constexpr u32 UP_OFFSETS = 16;  // CELL_UP: a byte's offset in its cell is counted to at most 15
 
-// A context model's kind: 1..8 the orders, then the others. The number seeds the context's hash:
-// it is part of the format and never changes.
+// A context model's kind: 1..8 the orders, then version 1's others, then the later models' in
+// models.def's order (a model's `contexts`, numbered on from 13). The number seeds the context's
+// hash: it is part of the format and never changes (models.def only grows at its end).
+#define SHAZIP_CONTEXTS(...) __VA_ARGS__
 enum Context : int {
-  WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12, FIELD = 13, BRACKET = 14, SHAPES = 15, LOCAL3 = 16,
-  LOCAL6 = 17, MATCHED = 18, VALUE = 19, NUMBER_CTX = 20, RECORD_CTX = 21, PREDICTED_CTX = 22, LEFT_CTX = 23,
-  LAST_NUMBER_CTX = 24, GROUPS_CTX = 25, GROUP_WORD_CTX = 26, TOKEN1 = 27, TOKEN2 = 28, TOKEN3 = 29,
-  INDIRECT1 = 30, INDIRECT2 = 31, INDIRECT3 = 32, PLACES_CTX = 33, UP_CTX = 34, THIS_TOKEN_CTX = 35, NEST_CTX = 36,
+  WORD = 9, WORD_PAIR = 10, COLUMN = 11, SPARSE = 12,
+#define STAGE_MODEL(MASK, name, version, needs, uses, contexts, about) SHAZIP_CONTEXTS contexts
+#include "stage/models.def"
+#undef STAGE_MODEL
 };
+static_assert(FIELD == 13 && NEST_CTX == 36, "a context's number seeds its hash: models.def is never reordered");
 
-// The models after version 1's, in the order of their inputs: each model's contexts
+// The models after version 1's, in the order of their inputs: each model's contexts (models.def's)
 struct ContextsOf {
   Extra model;
   std::vector<Context> contexts;
 };
 inline const std::vector<ContextsOf>& extra_contexts() {
   static const std::vector<ContextsOf> list = {
-      {FIELDS, {FIELD}}, {BRACKETS, {BRACKET}}, {SHAPE, {SHAPES}}, {LOCAL_CTX, {LOCAL3, LOCAL6}},
-      {MATCH_CTX, {MATCHED}}, {FIELD_VALUE, {VALUE}}, {NUMBER, {NUMBER_CTX}}, {RECORD, {RECORD_CTX}},
-      {PREDICTED, {PREDICTED_CTX}}, {CELL_LEFT, {LEFT_CTX}}, {LAST_NUMBER, {LAST_NUMBER_CTX}},
-      {GROUPS, {GROUPS_CTX}}, {GROUP_WORD, {GROUP_WORD_CTX}}, {TOKENS, {TOKEN1, TOKEN2, TOKEN3}},
-      {INDIRECT, {INDIRECT1, INDIRECT2, INDIRECT3}}, {PLACES, {PLACES_CTX}}, {CELL_UP, {UP_CTX}},
-      {THIS_TOKEN, {THIS_TOKEN_CTX}}, {NEST, {NEST_CTX}},
+#define STAGE_MODEL(MASK, name, version, needs, uses, contexts, about) {MASK, {SHAZIP_CONTEXTS contexts}},
+#include "stage/models.def"
+#undef STAGE_MODEL
   };
   return list;
 }
+#undef SHAZIP_CONTEXTS
 
 // A stage's context models in the order of their inputs: the orders, the word model's two, the
 // column's, the sparse one, then the later models' (extra_contexts)

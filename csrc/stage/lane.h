@@ -162,11 +162,18 @@ inline void track_words(Lane& L, int c) {
     L.word = 0;
   }
 }
+// The models each state is tracked for: those whose line in models.def `uses` it
+inline constexpr u64 FIELDS_USERS = users_of("fields"), ABOVE_USERS = users_of("above"), CELLS_USERS = users_of("cells"),
+                     DIGITS_USERS = users_of("digits"), NUMBER_USERS = users_of("number"),
+                     VALUE_USERS = users_of("value"), SHAPE_USERS = users_of("shape"), GROUPS_USERS = users_of("groups"),
+                     TOKENS_USERS = users_of("tokens"), BRACKETS_USERS = users_of("brackets"),
+                     HISTORY_USERS = users_of("history");
+
 // The lane's lines, fields, cells, numbers, brackets, groups and tokens after byte c, which followed
 // `before` (L.coded counts c; FIELD_EQ compares c with L.above, c's field_above): each tracked only
-// for the models (`extras`) that read it
+// for the models (`extras`) that use it
 inline void track(Lane& L, int c, int before, u64 extras) {
-  if (extras & (FIELDS | SHAPE | FIELD_VALUE | FIELD_EQ | DIGITS | RECORD | STATE_MIX | PLACE_MIX)) {
+  if (extras & FIELDS_USERS) {
     const bool eq = L.field_eq && L.above == (256 | u32(c));
     L.field_eq = true;
     if (c == '\n') {
@@ -180,7 +187,7 @@ inline void track(Lane& L, int c, int before, u64 extras) {
       L.field_eq = eq;
     }
   }
-  if (extras & CELLS) {
+  if (extras & CELLS_USERS) {
     const bool left_eq = L.left_eq && L.left == (256 | u32(c)), up_eq = L.up_eq && L.up == (256 | u32(c));
     L.left_eq = L.up_eq = true;
     if (c == '\n') {
@@ -194,8 +201,8 @@ inline void track(Lane& L, int c, int before, u64 extras) {
       L.left_eq = left_eq, L.up_eq = up_eq;
     }
   }
-  if (extras & DIGITS) L.digits = c >= '0' && c <= '9' ? std::min(L.digits + 1, DIGITS_MAX) : 0;
-  if (extras & (NUMBER | PREDICTED | STATE_MIX | LAST_NUMBER | PLACES)) {
+  if (extras & DIGITS_USERS) L.digits = c >= '0' && c <= '9' ? std::min(L.digits + 1, DIGITS_MAX) : 0;
+  if (extras & NUMBER_USERS) {
     const bool digit = c >= '0' && c <= '9';
     if (digit && !L.num_point && L.num_int < 2) L.lead = (L.num_int ? L.lead * 10 : 0) + u32(c - '0');
     const bool ends = !digit && !(c == '.' && L.num_int && !L.num_point);
@@ -209,14 +216,14 @@ inline void track(Lane& L, int c, int before, u64 extras) {
       L.num_int = L.num_frac = 0, L.num_point = false;
     }
   }
-  if (extras & (FIELD_VALUE | RECORD | LAST_NUMBER))
+  if (extras & VALUE_USERS)
     L.value = c == '\n' || separator(c) ? 0 : hash32(L.value + u32(c)) | 1u;
   if (c == '\n') {
     L.prev_line = L.line;
     L.line = L.coded;
   }
-  if (extras & SHAPE) L.shape = L.shape << 5 | byte_class(c);
-  if (extras & GROUPS_ANY) {
+  if (extras & SHAPE_USERS) L.shape = L.shape << 5 | byte_class(c);
+  if (extras & GROUPS_USERS) {
     const u64 g = c >= '0' && c <= '9'   ? '0'
                   : c >= 'a' && c <= 'z' ? 'a'
                   : c >= 'A' && c <= 'Z' ? 'A'
@@ -225,7 +232,7 @@ inline void track(Lane& L, int c, int before, u64 extras) {
     L.group_repeat = (g == '0' || g == 'a' || g == 'A') && (L.groups & 255) == g;
     if (!L.group_repeat) L.groups = L.groups << 8 | g;
   }
-  if (extras & (TOKENS | THIS_TOKEN | NEST)) {
+  if (extras & TOKENS_USERS) {
     const bool in_token = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
                           c == '$' || c >= 128;
     const auto push = [&L](u32 t) { L.tokens = {t, L.tokens[0], L.tokens[1]}; };
@@ -237,7 +244,7 @@ inline void track(Lane& L, int c, int before, u64 extras) {
       if (c != ' ' && c != '\t' && c != '\r' && c != '\n') push(256 + u32(c));
     }
   }
-  if (extras & (BRACKETS | STATE_MIX | NEST)) {
+  if (extras & BRACKETS_USERS) {
     if (L.quoted) {
       L.quoted = !(c == '"' && before != '\\');
     } else if (c == '"') {

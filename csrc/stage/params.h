@@ -1,5 +1,5 @@
 // The stage's parameters: version 1's models by their fields, and every later model as one bit of
-// `extras`, from the one list of them (models.def), with what each needs.
+// `extras`, from the one list of them (models.def), with what each needs and uses.
 #pragma once
 
 #include <string>
@@ -10,35 +10,74 @@
 namespace shazip::stage {
 
 // The models beyond version 1's (models.def, the one list of them): Extra's masks by bit, and each
-// model's name, version and needs (what `check_needs` and Python's shazip.stage.adaptive read).
+// model's name, version, needs (what `check_needs` and Python's shazip.stage.adaptive read) and
+// the lane state it uses (`users_of`).
 enum ExtraBit : int {
-#define STAGE_MODEL(MASK, name, version, needs, about) MASK##_BIT,
-#include "models.def"
+#define STAGE_MODEL(MASK, name, version, needs, uses, contexts, about) MASK##_BIT,
+#include "stage/models.def"
 #undef STAGE_MODEL
   EXTRA_COUNT
 };
 
 enum Extra : u64 {
-#define STAGE_MODEL(MASK, name, version, needs, about) MASK = u64(1) << MASK##_BIT,
-#include "models.def"
+#define STAGE_MODEL(MASK, name, version, needs, uses, contexts, about) MASK = u64(1) << MASK##_BIT,
+#include "stage/models.def"
 #undef STAGE_MODEL
   EXTRAS_ALL = (u64(1) << EXTRA_COUNT) - 1,
-  GROUPS_ANY = GROUPS | GROUP_WORD | GROUP_MIX | GROUP_APM,
-  CELLS = CELL_LEFT | CELL_ORDER | CELL_UP,  // the cells are tracked for any of these
 };
 
 struct StageModel {
   const char* name;
   int version;
   const char* needs;  // space-separated: models' names, or "nn", "match", "apm"
+  const char* uses;   // space-separated: words of LANE_STATE
   const char* about;
 };
 
 inline constexpr StageModel STAGE_MODELS[EXTRA_COUNT] = {
-#define STAGE_MODEL(MASK, name, version, needs, about) {#name, version, needs, about},
-#include "models.def"
+#define STAGE_MODEL(MASK, name, version, needs, uses, contexts, about) {#name, version, needs, uses, about},
+#include "stage/models.def"
 #undef STAGE_MODEL
 };
+
+// What a model may use (models.def's `uses`): the state a lane tracks (lane.h: fields, the byte
+// above in the field, cells, a number's digits and places, the field's value, the byte classes,
+// groups, tokens, brackets) and the block's byte history, each kept only for the models that use it.
+inline constexpr const char* LANE_STATE = "fields above cells digits number value shape groups tokens brackets history";
+
+// whether the space-separated `list` holds the n bytes at `word`
+constexpr bool listed(const char* list, const char* word, size_t n) {
+  for (const char* at = list; *at;) {
+    size_t k = 0;
+    while (k < n && at[k] == word[k]) ++k;
+    if (k == n && (at[n] == ' ' || at[n] == '\0')) return true;
+    while (*at && *at != ' ') ++at;
+    while (*at == ' ') ++at;
+  }
+  return false;
+}
+constexpr size_t length(const char* s) { return *s ? 1 + length(s + 1) : 0; }
+
+// The models (an Extra mask) whose `uses` names `state`: those it is kept for.
+constexpr u64 users_of(const char* state) {
+  u64 mask = 0;
+  for (int i = 0; i < EXTRA_COUNT; ++i) mask |= listed(STAGE_MODELS[i].uses, state, length(state)) ? u64(1) << i : 0;
+  return mask;
+}
+
+// every word of every model's `uses` is one of LANE_STATE's
+constexpr bool uses_are_known() {
+  for (const StageModel& m : STAGE_MODELS)
+    for (const char* at = m.uses; *at;) {
+      size_t n = 0;
+      while (at[n] && at[n] != ' ') ++n;
+      if (!listed(LANE_STATE, at, n)) return false;
+      at += n;
+      while (*at == ' ') ++at;
+    }
+  return true;
+}
+static_assert(uses_are_known(), "models.def: a model uses a state that LANE_STATE does not name");
 
 struct Params {
   int table_bits, history_bits, match_bits, match_min, mixer_lr;

@@ -107,8 +107,7 @@ class Stage {
   Stage(const std::vector<i64>& squash, const Params& p, const kernels::Kernels& k)
       : prm_(checked(p)), tb_(std::make_shared<const Tables>(squash)), k_(&k), nn_(p, *tb_), contexts_(p, *tb_),
         matches_(p), cells_(p), apms_(p, *tb_),
-        history_(p.history_bits, p.match || p.column || p.has(FIELDS) || p.has(FIELD_EQ) || p.has(LINE_MATCH) ||
-                                     p.has(CELLS)) {
+        history_(p.history_bits, p.match || p.column || (p.extras & HISTORY_USERS)) {
     if (p.has(INDIRECT)) indirect_ = Indirect(p.table_bits);
     n_inputs_ = nn_.inputs() + contexts_.inputs() + matches_.inputs() + cells_.inputs() + 1;  // + bias
     if (n_inputs_ > MAX_INPUTS) throw std::invalid_argument("too many context models");
@@ -139,8 +138,8 @@ class Stage {
     // the byte's contexts: what the matches predict, the lane's fields and cells, the hashes
     const Predictions e = matches_.predict(L, b, at, history_);
     const auto lane_byte = [&](u32 q) { return history_.byte(at.base + b * at.span + q, at); };
-    if (prm_.has(FIELDS) || prm_.has(FIELD_EQ)) L.above = field_above(L, lane_byte);
-    if (prm_.has(CELLS)) cells_before(L, lane_byte);
+    if (prm_.extras & ABOVE_USERS) L.above = field_above(L, lane_byte);
+    if (prm_.extras & CELLS_USERS) cells_before(L, lane_byte);
     const Looking to{b, at, history_, e, matches_.matchers(),
                      prm_.has(INDIRECT) ? indirect_.entries(L.hist) : std::array<u32, 3>{}};
     contexts_.begin_byte(L, to);
