@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 import shazip
-from shazip.api import _stage_params
+from shazip.codec.encode import stage_params
 from shazip.core import kernels
 from shazip.options import LEVELS, lane_policy
 
@@ -59,13 +59,13 @@ def compressor(config: dict, threads: int) -> shazip.Compressor:
     options = {k: v for k, v in config.items() if k not in ("stage_only", "race", "models")}
     if config.get("stage_only"):
         level = LEVELS[config["level"]]
-        params = _stage_params("cm", level, lane_policy(level, options.get("lanes"), False))
+        params = stage_params("cm", level, lane_policy(level, options.get("lanes"), False))
         options["adapt"] = dataclasses.replace(params, nn=False, nn_final=False)
     c = shazip.Compressor(threads=threads, **options)
     if config.get("race") is False:
         c.model_pays = None
     if "models" in config:  # another level's stage models, chosen by the input's kind as a level's are
-        c.params = _stage_params("cm", LEVELS[config["models"]], c.lane_policy)
+        c.params = stage_params("cm", LEVELS[config["models"]], c.lane_policy)
     return c
 
 

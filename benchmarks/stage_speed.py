@@ -14,7 +14,6 @@ builds one after the other) tells more than the fastest rounds.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import statistics
@@ -29,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from adaptive_ablation import lane_grid, rows_for  # noqa: E402
-from shazip.api import _stage_params  # noqa: E402
+from shazip.codec.encode import stage_params  # noqa: E402
 from shazip.codec.block import effective_lanes  # noqa: E402
 from shazip.options import LEVELS, lane_policy  # noqa: E402
 
@@ -86,7 +85,7 @@ def main() -> None:
             lanes = effective_lanes(len(data), policy.most, policy.min_lane)
             freq, arr, lanes = rows_for(prefix, args.model, lanes, args.rows)
             sym, active, span = lane_grid(arr, lanes)
-            params = _stage_params("cm", LEVELS[level], policy).for_data(data).fitted(len(data))
+            params = stage_params("cm", LEVELS[level], policy).for_data(data).fitted(len(data))
             rows = Path(tmp) / f"rows-{level}.npz"
             np.savez(rows, freq=freq, sym=sym, active=active)
             job = Path(tmp) / f"job-{level}.json"

@@ -474,7 +474,7 @@ def compress_file(file: str, dest: str | None, force: bool, remove: bool, bar: b
     """FILE ("-": standard input) to dest (None: standard output). `bar`: as ProgressBar's `show`."""
     if dest is None and _standard("stdout").isatty() and not force:
         raise FileTrouble("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
-    from .api import compress_stream, level_model
+    from .codec.encode import compress_stream, level_model
     from .modelfile import load_model
     loaded = load_model(level_model(coding["level"], coding["model"]))  # before creating any output: a missing model leaves nothing behind
     with _input(file, force) as src, _output(dest, force, None if file == "-" else file) as dst:
@@ -762,7 +762,8 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, bar:
         raise FileTrouble("refusing to read compressed data from a terminal (give a file or redirect)")
     if recover and file == "-":
         raise UsageError("--recover reads a file (it searches it for the frames after a damaged one), not a stream")
-    from .api import decompress_stream, recover_stream
+    from .codec.decode import decompress_stream
+    from .codec.recover import recover_stream
     from .modelfile import load_model
     loaded = load_model(model) if model else None
     out = contextlib.nullcontext(_Discard()) if test else _output(dest, force, None if file == "-" else file)
@@ -893,7 +894,7 @@ def _count(n: int, unit: str) -> str:
 def _stage_models(d: dict) -> str:
     """", the models of level -6" where a level's stage has the archive's models."""
     from .stage.adaptive import AdaptiveParams
-    from .api import levels_of
+    from .codec.encode import levels_of
     try:
         levels = levels_of(AdaptiveParams.unpack(bytes.fromhex(d["adapt_params"]), d["adapt_version"]))
     except ShazipError:  # parameters no level of this shazip writes (the listing shows them)

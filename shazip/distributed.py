@@ -30,7 +30,8 @@ from typing import Any, Callable, Iterator
 
 import fsspec
 
-from .api import Compressor, decode_frame, linked
+from .codec.decode import decode_frame, linked
+from .codec.encode import Compressor
 from .codec.frames import Frame, index
 from .errors import ShazipError
 from .format import seektable

@@ -26,11 +26,11 @@ from __future__ import annotations
 import bisect
 import builtins
 import io
-import itertools
 import os
 from typing import BinaryIO, Iterator
 
-from .api import Compressor, ShazipCompressor, clear_frames, iter_decompress
+from .codec.decode import clear_frames, iter_decompress
+from .codec.encode import Compressor, ShazipCompressor
 from .codec.frames import Frame, hand_back, scan
 from .errors import ShazipError
 from .format.container import Place

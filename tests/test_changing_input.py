@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import shazip
-from shazip import api
+from shazip.codec import decode, encode
 from test_cli import assert_ok, run, run_in
 
 DATA = Path(__file__).parent / "data"
@@ -42,7 +42,7 @@ def _change(path: Path, how: str) -> None:
 def changing(monkeypatch):
     """changing(path, how, after): the input at `path` is changed `how` once the compressor has
     read `after` bytes of it (None: once it has read it all)."""
-    real = api.compress_stream
+    real = encode.compress_stream
 
     def arm(path: Path, how: str, after: int | None) -> None:
         def compress_stream(src, dst, *a, **kw):
@@ -63,7 +63,7 @@ def changing(monkeypatch):
             src.read = reading
             return real(src, dst, *a, **kw)
 
-        monkeypatch.setattr(api, "compress_stream", compress_stream)
+        monkeypatch.setattr(encode, "compress_stream", compress_stream)
 
     return arm
 
@@ -111,13 +111,13 @@ def test_an_archive_changed_while_decompressed_is_kept(tmp_path, monkeypatch):
     assert_ok(run("-q", "-1", f))
     f.unlink()
     archive = tmp_path / "a.txt.shz"
-    real = api.decompress_stream
+    real = decode.decompress_stream
 
     def decompress_stream(src, dst, *a, **kw):
         real(src, dst, *a, **kw)
         os.utime(archive, ns=(0, archive.stat().st_mtime_ns + 1_000_000_000))
 
-    monkeypatch.setattr(api, "decompress_stream", decompress_stream)
+    monkeypatch.setattr(decode, "decompress_stream", decompress_stream)
     r = run("-q", "-d", "--rm", archive)
     assert r.exit_code == 2 and "changed while it was read" in r.stderr
     assert archive.exists() and f.read_bytes() == _text()[:20000]

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -488,10 +487,10 @@ LEVEL_STAGES = {
 
 
 def test_every_levels_stage_is_pinned():
-    from shazip.api import _stage_params
+    from shazip.codec.encode import stage_params
     from shazip.options import LANE_FLOOR
     assert set(LEVEL_STAGES) == set(LEVELS)
     for n, level in LEVELS.items():
-        made = tuple(_stage_params("cm", level, LanePolicy(most, LANE_FLOOR, LANE_FLOOR)).for_kind(table).pack().hex()
+        made = tuple(stage_params("cm", level, LanePolicy(most, LANE_FLOOR, LANE_FLOOR)).for_kind(table).pack().hex()
                      for most in (1, DEFAULT_LANES) for table in (False, True))
         assert made == LEVEL_STAGES[n], n

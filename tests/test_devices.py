@@ -66,7 +66,7 @@ def test_the_gpu_path_with_frames_at_once_writes_the_cpus_archives(trained, text
     """The API's GPU path (each frame its own twin engine, frames coded and decoded at once on
     threads, the stages on the cores), run with the twin on torch's CPU device: the native core's
     archives, byte for byte, and each decodes the other's."""
-    from shazip import api
+    from shazip.codec import engines
     data, options = text[:9000], dict(lanes=8, block_size=1500, frame_size=3000, level=6, threads=3)
     native = shazip.compress(data, model=trained, **options)
     made = []
@@ -74,7 +74,7 @@ def test_the_gpu_path_with_frames_at_once_writes_the_cpus_archives(trained, text
     def twin(loaded, device, threads):
         made.append(TwinEngine(loaded, "cpu"))
         return made[-1]
-    monkeypatch.setattr(api, "int_engine", twin)
+    monkeypatch.setattr(engines, "int_engine", twin)
     assert shazip.compress(data, model=trained, **options) == native
     assert len(made) >= 2  # an engine a frame in flight, not one shared
     assert shazip.decompress(native, model=trained, threads=3) == data
@@ -85,7 +85,7 @@ def test_frames_at_once_in_shared_lane_batches_write_the_cpus_archives(trained, 
     """The GPU's frames at once with their lanes stepped in shared batches (codec/lane_batch.py),
     run on torch's CPU device: frames at different positions, a shorter last block of fewer
     lanes, frames joining and leaving; the native core's archives byte for byte, both ways."""
-    from shazip import api
+    from shazip.codec import decode, encode
     data, options = text[:8500], dict(lanes=8, block_size=1500, frame_size=3000, level=6, threads=3)
     native = shazip.compress(data, model=trained, **options)
     made = []
@@ -93,8 +93,9 @@ def test_frames_at_once_in_shared_lane_batches_write_the_cpus_archives(trained, 
     def of(hw):
         made.append(LaneBatching("cpu", groups))
         return made[-1]
-    monkeypatch.setattr(api.LaneBatching, "of", staticmethod(of))
-    monkeypatch.setattr(api, "available_cores", lambda: 16)  # three frames at once, as on the GPU's machine
+    monkeypatch.setattr(LaneBatching, "of", staticmethod(of))
+    for module in (encode, decode):  # three frames at once, as on the GPU's machine
+        monkeypatch.setattr(module, "available_cores", lambda: 16)
     assert shazip.compress(data, model=trained, **options) == native
     assert shazip.decompress(native, model=trained, threads=3) == data
     for batching in made:  # every worker's lanes in one of `groups` batches

@@ -137,12 +137,11 @@ def test_a_payload_whose_first_bytes_miss_their_check_is_refused(trained, text, 
     """Format 5's head check, on the core's loop and on the torch twin's (the GPU's, here on
     the CPU): a head crc that is not the block's first bytes' is refused once they are decoded,
     naming the block."""
-    from shazip import api
-    from shazip.codec.engines import TwinEngine
+    from shazip.codec import engines
     from shazip.testing import flip, payload_spans
     blob = shazip.compress(text[:6000], model=trained, lanes=3, block_size=3000, methods=frozenset({Method.MIXED}))
     if engine == "twin":
-        monkeypatch.setattr(api, "int_engine", lambda loaded, device, threads: TwinEngine(loaded, "cpu"))
+        monkeypatch.setattr(engines, "int_engine", lambda loaded, device, threads: engines.TwinEngine(loaded, "cpu"))
     assert shazip.decompress(blob, model=trained) == text[:6000]
     start, _, _ = payload_spans(blob)[1]
     with pytest.raises(CorruptArchive, match="block 1: its first bytes do not match their check"):

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from shazip.api import _stage_params
+from shazip.codec.encode import stage_params
 from shazip.modelfile import load_model
 from shazip.options import DEFAULT_LEVEL, GPU_FRAME_SIZE, LEVELS, lane_policy
 from shazip.codec.block import mixed_encode
@@ -116,10 +116,10 @@ def real_rows(model: IntModel, text: bytes, lanes: int, span: int) -> tuple[np.n
     return rows, sym
 
 
-def stage_params(text: bytes) -> AdaptiveParams:
+def gpu_stage_params(text: bytes) -> AdaptiveParams:
     """The default level's stage on a GPU, for a frame of GPU_FRAME_SIZE."""
     level = LEVELS[DEFAULT_LEVEL]
-    params = _stage_params("cm", level, lane_policy(level, None, True)).for_data(text[:GPU_FRAME_SIZE])
+    params = stage_params("cm", level, lane_policy(level, None, True)).for_data(text[:GPU_FRAME_SIZE])
     return params.fitted(GPU_FRAME_SIZE)
 
 
@@ -228,7 +228,7 @@ def main() -> None:
             args.out.write_text(json.dumps(report, indent=1))
 
     rows, sym = real_rows(model, text, args.stage_lanes, args.stage_steps)
-    params = stage_params(text)
+    params = gpu_stage_params(text)
     save("stage", stage_ceiling(rows, sym, params, threads))
     loaded = load_model(args.model)
     save("frames", frames_ceiling(IntModel(loaded.int_weights(), "cpu"), loaded, text, rows, params, threads))

@@ -226,7 +226,7 @@ class Setup:
 def run_shazip(src: Path, work: Path, n: int, setup: Setup) -> Row:
     """shazip compress (through the API, in its own process, to collect the cross-entropy)
     and `shazip decompress` (the command line), each timed end to end."""
-    from ..api import level_model
+    from ..codec.encode import level_model
     from ..modelfile import load_model
     model, lanes, threads, adapt = level_model(setup.level, setup.model), setup.lanes, setup.threads, setup.adapt
     loaded = load_model(model)
@@ -522,7 +522,7 @@ def _worker(argv: list[str]) -> None:
     """Processes the benchmark measures: `_shazip SRC ARCHIVE STATS MODEL LANES THREADS ADAPT LEVEL` and
     `_py KIND c|d SRC DST`."""
     if argv[0] == "_shazip":
-        from ..api import compress_stream
+        from ..codec.encode import compress_stream
         from ..codec.block import CodingStats
         src, arc, stats_path, model, lanes, threads, adapt, level = argv[1:]
         stats = CodingStats()

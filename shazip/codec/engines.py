@@ -18,14 +18,14 @@ from __future__ import annotations
 import math
 import os
 import threading
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, ContextManager, Iterator
 
 from .. import core
 from ..errors import UnsupportedVersion, UsageError
-from ..modelfile import LoadedModel
+from ..modelfile import LoadedModel, load_model
 from ..numerics import ENGINE_VERSION
 from ..optional import available, require
 from ..options import DEVICES
@@ -270,3 +270,61 @@ def torch_threads(n: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(old)
+
+
+# ---- engines made on first use, for the coding calls (codec/encode.py, decode.py)
+
+def resolve_model(model: str | LoadedModel) -> LoadedModel:
+    """A model given by name or file, loaded; a loaded one as it is."""
+    return model if isinstance(model, LoadedModel) else load_model(model)
+
+
+class Once:
+    """Builds a thing at its first use and keeps it: the engine and the adaptive stage are made
+    at the first model-coded block (archives of stored/zstd blocks never need the model), and
+    the stage then lives on through every later block of the input."""
+
+    def __init__(self, make: Callable[[], object]) -> None:
+        self.make, self.made = make, None
+
+    def __call__(self):
+        if self.made is None:
+            self.made = self.make()
+        return self.made
+
+
+def lazy_engine(kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel],
+            threads: int | Callable[[], int], device: str, batching: LaneBatching | None = None,
+            worker: int = 0) -> Once:
+    """The engine, built on first use; `device` resolved (`Hardware`); `threads` a number or, for
+    a frame worker's int8 engine, its share at each block (`Shares.of`). With `batching` (frames
+    at once on a GPU), frame worker `worker`'s, whose lanes step in a batch shared with others."""
+    def make() -> IntEngine | TwinEngine | FloatEngine:
+        if kind is FloatEngine:
+            return FloatEngine(loaded(), threads)
+        return int_engine(loaded(), device, threads) if batching is None else batching.engine(loaded(), worker)
+    return Once(make)
+
+
+@dataclass
+class Engines:
+    """A worker's engines by archive kind (engine, model), each built on first use and kept for
+    the next archive of that kind; with `batching`, frame worker `worker`'s; with `share`, its
+    int8 engines' threads at each block (`Shares.of`)."""
+    batching: LaneBatching | None = None
+    worker: int = 0
+    share: Callable[[], int] | None = None
+    made: dict[tuple, Once] = field(default_factory=dict)
+
+    def of(self, key: tuple, kind: type[IntEngine] | type[FloatEngine], loaded: Callable[[], LoadedModel],
+           threads: int, device: str) -> Once:
+        if key not in self.made:
+            given = self.share if self.share is not None and kind is IntEngine else threads
+            self.made[key] = lazy_engine(kind, loaded, given, device, self.batching, self.worker)
+        return self.made[key]
+
+
+def engine_threads(kind: type[IntEngine] | type[FloatEngine] | None, n: int) -> ContextManager:
+    """torch's thread count for the float engine's steps; the int8 engine's threads are its own."""
+    return torch_threads(n) if kind is FloatEngine else nullcontext()
+

@@ -56,6 +56,13 @@ OVERRUN = 8
 BOUND_HINT = ("; an archive of shazip 0.4-0.7 (format 2 or 3) whose block ends in a long run of 0xFF bytes can "
               "meet this bound: shazip 0.20 decodes it")
 FLOOR_RATIO, FLOOR_SLACK = 1 << 16, 16
+
+
+def bound_hint(format_version: int) -> str:
+    """BOUND_HINT where an archive of this format may hold such a block (formats 2 and 3), else ""."""
+    return BOUND_HINT if format_version in (2, 3) else ""
+
+
 # What a file that is not ours may be, by its first bytes: named in the error, as a hint.
 OTHER_FORMATS = ((b"\x1f\x8b", "gzip"), (b"\xfd7zX", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"),
                  (b"PK\x03\x04", "zip"), (b"7z\xbc\xaf", "7-Zip"), (b"7kSt", "zpaq"), (b"zPQ", "zpaq"))
@@ -214,7 +221,7 @@ def _block_problem(
     floor = orig_len // (FLOOR_RATIO if method in STAGED else 8 * FLOOR_RATIO) - FLOOR_SLACK
     if method in CODED and payload_len < floor:
         return (f"block {i}: payload of {payload_len} bytes is too short to code {orig_len} bytes (at least {floor})"
-                + (BOUND_HINT if header.format_version in (2, 3) and method == Method.MIXED else ""))
+                + (bound_hint(header.format_version) if method == Method.MIXED else ""))
     return None
 
 

@@ -70,6 +70,12 @@ def chained(format_version: int) -> bool:
     return format_version >= 4
 
 
+def headed(format_version: int) -> bool:
+    """Whether a model-coded payload of this format starts with its head check: the crc of the
+    block's first bytes in coding order (format 5 on, docs/format.md)."""
+    return format_version >= 5
+
+
 def _check_range(name: str, value: int, lo: int, hi: int) -> None:
     if not lo <= value <= hi:
         raise ValueError(f"{name} must be in {lo}..{hi}, got {value}")
