@@ -148,18 +148,7 @@ extern const Kernels table;
 }
 namespace amx {
 
-// Built for the baseline CPU (outside the pragma): it runs when the module loads, on any CPU.
-static Kernels with_tiles() {
-  Kernels k = avx512vnni::table;
-  k.name = "amx";
-  k.packed_bytes = packed_bytes;
-  k.pack = pack;
-  k.gemm_scratch_bytes = gemm_scratch_bytes;
-  k.gemm = gemm;
-  return k;
-}
-
-extern const Kernels table = with_tiles();
+extern const Kernels table = with_matmul(avx512vnni::table, "amx", packed_bytes, pack, gemm_scratch_bytes, gemm);
 
 }  // namespace amx
 }  // namespace shazip::kernels

@@ -146,17 +146,7 @@ extern const Kernels table;
 }
 namespace i8mm {
 
-static Kernels with_smmla() {
-  Kernels k = dotprod::table;
-  k.name = "i8mm";
-  k.packed_bytes = packed_bytes;
-  k.pack = pack;
-  k.gemm_scratch_bytes = gemm_scratch_bytes;
-  k.gemm = gemm;
-  return k;
-}
-
-extern const Kernels table = with_smmla();
+extern const Kernels table = with_matmul(dotprod::table, "i8mm", packed_bytes, pack, gemm_scratch_bytes, gemm);
 
 }  // namespace i8mm
 }  // namespace shazip::kernels

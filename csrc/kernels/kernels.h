@@ -120,6 +120,20 @@ struct Kernels {
   void (*mixer_train)(i32* const* w, const i64* e, i64 m, const i32* x, i64 n);
 };
 
+// `base`'s table with another path's matmul (its packing, scratch and GEMM) under that path's
+// name: amx's on avx512vnni's kernels, i8mm's on dotprod's. Called by those files outside their
+// target pragma, so built for the baseline CPU: it runs when the module loads, on any CPU.
+static inline Kernels with_matmul(Kernels base, const char* name, decltype(Kernels::packed_bytes) packed_bytes,
+                                  decltype(Kernels::pack) pack, decltype(Kernels::gemm_scratch_bytes) scratch_bytes,
+                                  decltype(Kernels::gemm) gemm) {
+  base.name = name;
+  base.packed_bytes = packed_bytes;
+  base.pack = pack;
+  base.gemm_scratch_bytes = scratch_bytes;
+  base.gemm = gemm;
+  return base;
+}
+
 // The path `name` ("auto": the SHAZIP_KERNELS environment variable's path if it is set, else
 // the best this CPU runs). An unknown name, or a path this CPU (or build) lacks, is an
 // ArgumentError saying which paths are available.
