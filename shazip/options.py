@@ -181,4 +181,4 @@ def frame_size_for(device: str, frame_size: int | None) -> int:
 MAX_FRAME_IN_MEMORY = 256 << 20  # a decoder splits out frames to decode at once up to this archive size
 ADAPT_CHOICES = ("cm", "none")  # the adaptive stage, on by default; none: the model alone
 ENGINE_CHOICES = ("int8", "float32")  # engines.ENGINES, by name
-DEVICES = ("cpu", "cuda", "auto")  # where the int8 engine runs (engines.resolve_device)
+DEVICES = ("cpu", "cuda", "auto")  # where the int8 engine runs (hardware.resolve_device)

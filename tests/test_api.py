@@ -201,7 +201,7 @@ def test_float_archive_needing_more_threads_than_cpus_is_refused(random_model, t
 
 
 def test_threads_zero_means_every_available_core(trained, text):
-    from shazip.codec.engines import available_cores, resolve_threads
+    from shazip.hardware import available_cores, resolve_threads
     assert resolve_threads(0) == min(available_cores(), 255) and resolve_threads(3) == 3
     with pytest.raises(shazip.ShazipError, match="between 0"):
         resolve_threads(-1)
@@ -216,15 +216,15 @@ def test_threads_and_device_are_resolved_once_a_call(trained, text, monkeypatch,
     """A call resolves its threads and device where it enters the API and hands them down: a
     framed output decoded frames at once, one after the other or incrementally, recovered, or
     made, asks for the machine's cores and a GPU once."""
-    import shazip.codec.engines as engines
+    import shazip.hardware as hardware
     data = text[:6000]
     framed = shazip.compress(data, model=trained, lanes=1, block_size=2048, frame_size=2048)
     asked = {"threads": 0, "device": 0}
     for name, key in (("resolve_threads", "threads"), ("resolve_device", "device")):
-        def counted(arg, _real=getattr(engines, name), _key=key):
+        def counted(arg, _real=getattr(hardware, name), _key=key):
             asked[_key] += 1
             return _real(arg)
-        monkeypatch.setattr(engines, name, counted)
+        monkeypatch.setattr(hardware, name, counted)
     out = io.BytesIO()
     if how == "stream at once":
         shazip.decompress_stream(io.BytesIO(framed), out, model=trained, threads=2)

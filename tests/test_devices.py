@@ -9,7 +9,8 @@ import torch
 
 import shazip
 from shazip.codec.block import mixed_decode, mixed_encode, model_decode, model_encode
-from shazip.codec.engines import IntEngine, LaneBatching, TwinEngine, resolve_device
+from shazip.codec.engines import IntEngine, LaneBatching, TwinEngine
+from shazip.hardware import resolve_device
 from shazip.errors import UsageError
 from shazip.format.container import Method
 from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage

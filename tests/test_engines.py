@@ -1,6 +1,6 @@
 """engines.py: how many cores `-T 0` takes."""
 
-from shazip.codec.engines import cgroup_cpu_quota
+from shazip.hardware import cgroup_cpu_quota
 
 
 def test_cgroup_quota_limits_the_cores(tmp_path):

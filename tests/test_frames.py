@@ -67,7 +67,7 @@ def test_a_compressors_frames_are_made_at_once(trained, data, framed, monkeypatc
 def test_frames_are_smaller_on_a_gpu_unless_asked(trained, monkeypatch):
     """On a GPU the default frame is GPU_FRAME_SIZE (the stages, a core each, bound the speed
     there); a frame size asked for is kept on every device."""
-    from shazip.codec.engines import Hardware
+    from shazip.hardware import Hardware
     from shazip.options import DEFAULT_FRAME_SIZE, GPU_FRAME_SIZE
     size = lambda c: c.frame_blocks * c.header.block_size  # noqa: E731
     assert size(shazip.Compressor(trained)) == DEFAULT_FRAME_SIZE

@@ -72,8 +72,8 @@ def stand_in_for_cuda() -> None:
     import torch
 
     from shazip import quant
-    from shazip.codec import engines
-    engines.resolve_device = lambda device: "cpu" if device == "cpu" else "cuda"
+    from shazip import hardware
+    hardware.resolve_device = lambda device: "cpu" if device == "cpu" else "cuda"
     make = quant.IntModel.__init__
     quant.IntModel.__init__ = lambda self, model, device="cpu", int8_rows=None: make(self, model, "cpu", int8_rows)
     torch.cuda.get_device_name = lambda index=0: "none: the twin on the CPU (--dry-run)"

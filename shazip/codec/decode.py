@@ -19,12 +19,13 @@ from ..format.container import (
     first_unit, read_upto, record_length, verify_block,
 )
 from ..format.header import MAX_HEADER, chained, headed
+from ..hardware import Hardware, available_cores
 from ..modelfile import LoadedModel, find_model, model_label
 from ..options import MAX_FRAME_IN_MEMORY
 from .arguments import as_buffer, known_keywords
 from .engines import (
-    BY_ID, Engines, FloatEngine, Hardware, IntEngine, LaneBatching, Once, available_cores, check_replayable,
-    engine_for, engine_threads, resolve_model,
+    BY_ID, Engines, FloatEngine, IntEngine, LaneBatching, Once, check_replayable, engine_for, engine_threads,
+    resolve_model,
 )
 from .frames import Frame, Shares, hand_back, index, ordered_map
 

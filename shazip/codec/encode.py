@@ -17,15 +17,13 @@ from ..format.container import ALL_METHODS, ArchiveWriter, Method, Place, read_u
 from ..format.header import COMPACT, MAX_BLOCK_SIZE, Header, headed
 from ..errors import UsageError
 from ..modelfile import LoadedModel, stored_name
+from ..hardware import Hardware, available_cores
 from ..options import (
-    ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, DEFAULT_LEVEL, LANE_FLOOR, LEVELS, MAX_LANES, LanePolicy, Level,
-    frame_size_for, lane_policy,
+    ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, DEFAULT_LEVEL, DEVICES, LANE_FLOOR, LEVELS, MAX_LANES, LanePolicy,
+    Level, frame_size_for, lane_policy,
 )
 from .arguments import as_buffer, known_keywords
-from .engines import (
-    DEVICES, ENGINES, FloatEngine, Hardware, IntEngine, LaneBatching, Once, available_cores, engine_threads,
-    lazy_engine, resolve_model,
-)
+from .engines import ENGINES, FloatEngine, IntEngine, LaneBatching, Once, engine_threads, lazy_engine, resolve_model
 from .frames import Shares, ordered_map
 
 if TYPE_CHECKING:

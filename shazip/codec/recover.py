@@ -14,7 +14,8 @@ from ..format.container import ArchiveReader
 from ..format.header import MAGIC
 from ..modelfile import LoadedModel
 from .decode import archive_blocks, memory_back
-from .engines import Engines, Hardware
+from ..hardware import Hardware
+from .engines import Engines
 
 if TYPE_CHECKING:
     from .block import Progress
