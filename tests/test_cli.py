@@ -32,7 +32,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from shazip import cli
+from shazip import cli, cli_io
 from shazip.api import compress as api_compress
 from shazip.cli import main
 from shazip.codec.frames import declared_size
@@ -234,7 +234,7 @@ def _decompress_on_a_terminal(monkeypatch, arc: Path, model: Path) -> tuple[str,
     term, error = _Terminal(), None
     with monkeypatch.context() as m:
         m.setattr(sys, "stderr", term)
-        m.setattr(cli, "time", SimpleNamespace(time=itertools.count().__next__))
+        m.setattr(cli_io, "time", SimpleNamespace(time=itertools.count().__next__))
         try:
             cli.decompress_file(str(arc), str(arc.with_suffix("")), force=False, remove=False, bar=None,
                                 model=str(model), threads=1)
@@ -260,7 +260,7 @@ def test_compress_progress_shows_the_bits_per_byte_written_so_far(tmp_path, monk
     term = _Terminal()
     with monkeypatch.context() as m:
         m.setattr(sys, "stderr", term)
-        m.setattr(cli, "time", SimpleNamespace(time=itertools.count().__next__))
+        m.setattr(cli_io, "time", SimpleNamespace(time=itertools.count().__next__))
         cli.compress_file(str(src), str(src) + ".shz", False, False, None,
                           dict(model=str(Path(__file__).parent / "data" / "tiny-trained.safetensors"), level=6, lanes=None, block_size=1 << 20, frame_size=None,
                                threads=1, engine="int8", adapt="cm", device="cpu"))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import shazip
-from shazip.cli import _output, _Sink
+from shazip.cli_io import Sink, output
 from shazip.errors import OutputExists, ShazipError
 
 from test_cli import assert_fails, assert_ok, listing, run, shazip_cmd, wait_until_writing
@@ -44,7 +44,7 @@ class _Trickle(io.RawIOBase):
 
 def test_a_short_write_is_finished_not_lost():
     raw = _Trickle()
-    sink = _Sink(raw, "standard output")
+    sink = Sink(raw, "standard output")
     data = bytes(range(256)) * 40
     assert sink.write(data) == len(data) and bytes(raw.got) == data
 
@@ -73,11 +73,11 @@ def test_a_full_standard_output_is_an_error_naming_it(tmp_path):
 def test_an_output_made_meanwhile_is_not_replaced(tmp_path):
     dest = tmp_path / "same.shz"
     with pytest.raises(OutputExists, match="made while this ran"):
-        with _output(str(dest), force=False) as sink:
+        with output(str(dest), force=False) as sink:
             sink.write(b"this run's archive")
             dest.write_bytes(b"another run's archive")  # appears while this run writes
     assert dest.read_bytes() == b"another run's archive" and listing(tmp_path) == ["same.shz"]
-    with _output(str(dest), force=True) as sink:  # -f replaces it
+    with output(str(dest), force=True) as sink:  # -f replaces it
         sink.write(b"forced")
     assert dest.read_bytes() == b"forced"
 
@@ -175,15 +175,15 @@ def test_hangup_and_quit_leave_no_temporary_file(tmp_path, text, sig):
 def test_a_signal_as_the_temporary_file_is_made_leaves_none(tmp_path, monkeypatch, sig):
     """The signal lands on the first bytecode after the temporary file exists, before its name is
     held anywhere (a run killed as it starts): it ends the run, and no temporary file is left."""
-    from shazip import cli
-    made = cli._temporary
+    from shazip import cli_io
+    made = cli_io.temporary
 
     def temporary(*args, **kwargs):
         fd, name = made(*args, **kwargs)
         os.kill(os.getpid(), sig)  # the handler runs at the next bytecode, still in here
         return fd, name
 
-    monkeypatch.setattr(cli, "_temporary", temporary)
+    monkeypatch.setattr(cli_io, "temporary", temporary)
     (tmp_path / "a.txt").write_bytes(b"a" * 100)
     old = signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal: a background run ignores it
     try:
