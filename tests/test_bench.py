@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import shazip
 from shazip import modelfile as models
-from shazip.bench import enwik8, runner as bench
+from shazip.bench import baselines, enwik8, hutter, runner
 from shazip.cli import main
 from shazip.errors import ModelError, ShazipError, UsageError
 
@@ -40,7 +40,7 @@ def test_bench_writes_every_column_for_every_compressor(result, text):
     out, r, stdout = result
     assert r["input"]["bytes"] == 6000
     names = [(row["compressor"], row["level"]) for row in r["rows"]]
-    here = [(b.name, b.level) for b in bench.BASELINES if b.python or b.tool()]
+    here = [(b.name, b.level) for b in baselines.BASELINES if b.python or b.tool()]
     assert names[0][0] == "shazip" and names[1:] == here  # tools without a Python fallback: where installed
     for row in r["rows"]:
         assert ROW_KEYS <= set(row), row["compressor"]
@@ -61,13 +61,13 @@ def test_bench_shazip_row_totals_add_up(result):
     e, h = row["extra"], row["extra"]["hutter"]
     assert h["archive_bytes"] == row["archive_bytes"]
     assert h["model_file_bytes"] == TRAINED.stat().st_size
-    assert h["source_zip_bytes"] == len(bench._zip(bench.decoder_source(h["decoder_modules"])))
+    assert h["source_zip_bytes"] == len(hutter.zipped(hutter.decoder_source(h["decoder_modules"])))
     assert h["source_zip_bytes"] < h["package_zip_bytes"]  # the tools are not part of the decoder
     assert "shazip.core" in h["decoder_modules"] and "shazip.numerics" in h["decoder_modules"]
     assert "shazip.quant" not in h["decoder_modules"]  # the torch twin is no part of the CPU decoder
     assert not [m for m in h["decoder_modules"] if m.startswith(("shazip.train", "shazip.bench"))]
     assert h["total_bytes"] == h["archive_bytes"] + h["model_file_bytes"] + h["source_zip_bytes"]
-    projected = round(row["archive_bytes"] / 6000 * bench.ENWIK8_BYTES)
+    projected = round(row["archive_bytes"] / 6000 * runner.ENWIK8_BYTES)
     assert h["projected_enwik8_total_bytes"] == projected + h["model_file_bytes"] + h["source_zip_bytes"]
     assert h["projected_from_bytes"] == 6000
     assert e["model_id"] == hashlib.sha256(TRAINED.read_bytes()).hexdigest()
@@ -96,11 +96,11 @@ def test_bundling_records_the_bench_figures(result, tmp_path, monkeypatch, rando
 
 def test_python_fallbacks_round_trip(tmp_path, text, monkeypatch):
     """Without the system tools, the same formats run through Python (each in its own process)."""
-    monkeypatch.setattr(bench.shutil, "which", lambda _: None)
+    monkeypatch.setattr(baselines.shutil, "which", lambda _: None)
     src = tmp_path / "in"
     src.write_bytes(text[:3000])
-    for b in bench.BASELINES:
-        row = bench.run_baseline(b, src, tmp_path, 3000)
+    for b in baselines.BASELINES:
+        row = baselines.run_baseline(b, src, tmp_path, 3000)
         if b.python is None:  # zpaq, 7-Zip, brotli: only the real tools
             assert row is None
             continue
@@ -134,13 +134,13 @@ def test_suite_table(tmp_path, text):
 def test_select_input_splits_and_limits(tmp_path):
     f = tmp_path / "small"
     f.write_bytes(b"abcdef" * 10)
-    assert bench.select_input(f, "all", None, tmp_path) == (f, 60)
-    part, n = bench.select_input(f, "all", 7, tmp_path)
+    assert runner.select_input(f, "all", None, tmp_path) == (f, 60)
+    part, n = runner.select_input(f, "all", 7, tmp_path)
     assert n == 7 and part.read_bytes() == b"abcdefa"
     with pytest.raises(UsageError, match="needs the whole enwik8"):
-        bench.select_input(f, "test", None, tmp_path)
+        runner.select_input(f, "test", None, tmp_path)
     with pytest.raises(UsageError, match="no such file"):
-        bench.select_input(tmp_path / "missing", "all", None, tmp_path)
+        runner.select_input(tmp_path / "missing", "all", None, tmp_path)
 
 
 def _zip_with(tmp_path: Path, name: str, content: bytes) -> str:

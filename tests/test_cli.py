@@ -656,7 +656,7 @@ def test_memory_does_not_grow_with_the_input(tmp_path, random_model_path, text):
     192 MiB in costs no more peak memory than 96 MiB in, both enough frames to fill every
     worker (each process's own peak RSS, from wait4). Two workers whatever the machine: with 16,
     96 MiB of frames filled fewer of them than 192 did (seen on a 16-core machine)."""
-    from shazip.bench.runner import _measure
+    from shazip.bench.measure import measure
     rng, peaks = random.Random(3), {}
     for mib in (96, 192):
         src = tmp_path / f"in{mib}"
@@ -666,8 +666,8 @@ def test_memory_does_not_grow_with_the_input(tmp_path, random_model_path, text):
                 f.write(rng.randbytes(1 << 20))
         shz = [sys.executable, "-m", "shazip"]
         arc, back = tmp_path / f"a{mib}", tmp_path / f"b{mib}"
-        c = _measure(shz + ["compress", "-", "-c", "-q", "-T", "2", "--model", str(random_model_path)], src, arc)
-        d = _measure(shz + ["decompress", "-", "-c", "-q", "-T", "2", "--model", str(random_model_path)], arc, back)
+        c = measure(shz + ["compress", "-", "-c", "-q", "-T", "2", "--model", str(random_model_path)], src, arc)
+        d = measure(shz + ["decompress", "-", "-c", "-q", "-T", "2", "--model", str(random_model_path)], arc, back)
         assert back.read_bytes() == src.read_bytes()
         peaks[mib] = (c.peak_rss_mb, d.peak_rss_mb)
     # memory that grew with the input would add ~96 MB; one frame more in flight at the peak (16 MiB

@@ -111,7 +111,7 @@ def test_progress_reports_the_bits_as_blocks_are_coded(text, trained, frame_size
 def test_bench_finds_7zip_under_debians_names(tmp_path, monkeypatch):
     """The PPMd column needs 7-Zip, which Debian installs as 7z / 7za rather than 7zz."""
     import os
-    from shazip.bench.runner import BASELINES, run_baseline
+    from shazip.bench.baselines import BASELINES, run_baseline
     ppmd = next(b for b in BASELINES if b.key == "ppmd")
     fake = tmp_path / "bin" / "7za"
     fake.parent.mkdir()

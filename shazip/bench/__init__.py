@@ -3,6 +3,7 @@ compressors, with Hutter-style totals) and `shazip fetch-enwik8`. Nothing in com
 decompression imports this package."""
 
 from .enwik8 import fetch_enwik8
-from .runner import bench, markdown
+from .report import markdown
+from .runner import bench
 
 __all__ = ["bench", "fetch_enwik8", "markdown"]

@@ -11,7 +11,9 @@ from .enwik8 import ENWIK8_URL
 from .enwik8 import fetch_enwik8 as fetch
 from ..errors import UsageError
 from ..options import DEFAULT_LEVEL
-from .runner import SPLITS, Setup, core_source, markdown, suite_markdown
+from .hutter import core_source
+from .report import markdown, suite_markdown
+from .runner import SPLITS, Setup
 from .runner import bench as run_bench
 from .runner import bench_suite as run_suite
 
