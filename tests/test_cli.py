@@ -32,7 +32,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from shazip import cli, cli_io
+from shazip.cli import files as cli, io as cli_io
 from shazip.api import compress as api_compress
 from shazip.cli import main
 from shazip.codec.frames import declared_size
@@ -525,7 +525,7 @@ def test_models_runs():
 
 
 def test_models_tell_a_warm_started_models_whole_training():
-    from shazip.cli import _describe_model
+    from shazip.cli.models import _describe_model
     entry = {"file": "m.safetensors", "sha256": "ab" * 32, "figures": {"bytes_seen": 39_700_000, "steps": 5000,
                                                                        "bytes_seen_before": 175_200_000}}
     text = "\n".join(_describe_model("m", entry, "bundled"))
@@ -770,12 +770,13 @@ def test_verbose_says_what_each_file_became(tmp_path, random_model_path):
 # ---------------------------------------------------------------- the first hour (issue 49)
 
 def test_help_lists_every_option_in_80_columns():
-    from shazip.cli import FILES, Commands
+    from shazip.cli import FILES
+    from shazip.cli.flags import GROUPS
     r = run("--help")
     assert_ok(r)
     assert max(map(len, r.stdout.splitlines())) <= 80
     files = main.commands[FILES]
-    grouped = {n for names in Commands.GROUPS.values() for n in names}
+    grouped = {n for names in GROUPS.values() for n in names}
     for p in files.params:
         if isinstance(p, click.Argument):
             continue

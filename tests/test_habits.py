@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import shazip
-from shazip.cli_io import ProgressBar
+from shazip.cli.io import ProgressBar
 
 from test_cli import assert_ok, listing, run
 

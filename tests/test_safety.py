@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import shazip
-from shazip.cli_io import Sink, output
+from shazip.cli.io import Sink, output
 from shazip.errors import OutputExists, ShazipError
 
 from test_cli import assert_fails, assert_ok, listing, run, shazip_cmd, wait_until_writing
@@ -175,7 +175,7 @@ def test_hangup_and_quit_leave_no_temporary_file(tmp_path, text, sig):
 def test_a_signal_as_the_temporary_file_is_made_leaves_none(tmp_path, monkeypatch, sig):
     """The signal lands on the first bytecode after the temporary file exists, before its name is
     held anywhere (a run killed as it starts): it ends the run, and no temporary file is left."""
-    from shazip import cli_io
+    from shazip.cli import io as cli_io
     made = cli_io.temporary
 
     def temporary(*args, **kwargs):

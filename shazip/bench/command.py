@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..cli_io import run_command
+from ..cli.io import run_command
 from .enwik8 import ENWIK8_URL
 from .enwik8 import fetch_enwik8 as fetch
 from ..errors import UsageError

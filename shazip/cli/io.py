@@ -19,8 +19,8 @@ from typing import BinaryIO, Callable, Iterator
 
 import click
 
-from .errors import FileTrouble, OutputExists, ShazipError, Skipped
-from .publish import publish
+from ..errors import FileTrouble, OutputExists, ShazipError, Skipped
+from ..publish import publish
 
 
 class Terminated(BaseException):
@@ -124,6 +124,11 @@ def shown(name: str) -> str:
 
 
 _UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def count(n: int, unit: str) -> str:
+    """"1 byte", "2,048 bytes"."""
+    return f"{n:,} {unit}{'' if n == 1 else 's'}"
 
 
 def standard(name: str) -> BinaryIO:
