@@ -122,6 +122,7 @@ def free_port() -> int:
 SKEWED_CLOCK = """
 import os, types
 import shazip.train.trainer as trainer
+from shazip.train.command import train_command
 if os.environ["RANK"] == "1":
     import time
     calls = [0]
@@ -129,7 +130,7 @@ if os.environ["RANK"] == "1":
         calls[0] += 1
         return time.time() + 3600.0 * calls[0]
     trainer.time = types.SimpleNamespace(time=skewed)
-trainer.train_command()
+train_command()
 """
 
 

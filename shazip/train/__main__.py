@@ -1,5 +1,5 @@
 """`python -m shazip.train` (and `torchrun ... -m shazip.train`): the `shazip train` command."""
 
-from .trainer import train_command
+from .command import train_command
 
 train_command()
