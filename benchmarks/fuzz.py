@@ -6,7 +6,7 @@ Five archives of the committed fixture text plus random bytes, with model-coded 
 the adaptive stage; a level's choice and every model of the newest stage version), raw and zstd
 blocks (the committed `tiny-trained` model; small blocks so there are several), and the golden
 archives of formats 1-3 (tests/data: shazip 0.3-0.7's, which every version decodes), damaged by the
-mutations of shazip.testing: bit flips, truncation in every region, inserted and deleted
+mutations of testkit/archive_damage.py: bit flips, truncation in every region, inserted and deleted
 bytes, header/block/trailer field edits with their crc resealed, payload bytes, blocks swapped,
 dropped or repeated, a block spliced in from an archive of other text made the same way, and
 blocks claiming far more bytes and lanes than their payload holds; and, every fourth case, a
@@ -38,15 +38,16 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "testkit"))  # archive_damage: the tests' damage, not installed (testkit/README.md)
 
-import shazip
-from shazip.errors import ShazipError
-from shazip.format.container import Method
-from shazip.format.header import FORMAT_VERSIONS
-from shazip.modelfile import load_model
-from shazip.stage.adaptive import AdaptiveParams
+import shazip  # noqa: E402
+from shazip.errors import ShazipError  # noqa: E402
+from shazip.format.container import Method  # noqa: E402
+from shazip.format.header import FORMAT_VERSIONS  # noqa: E402
+from shazip.modelfile import load_model  # noqa: E402
+from shazip.stage.adaptive import AdaptiveParams  # noqa: E402
 
-from shazip.testing import frame_damage, mutate
+from archive_damage import frame_damage, mutate  # noqa: E402
 
 
 def main() -> None:

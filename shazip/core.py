@@ -47,15 +47,6 @@ def load() -> ModuleType:
     return _module
 
 
-def testing() -> ModuleType:
-    """shazip._testing, the stage's components alone for tests (an extension apart from the
-    core, which holds only what the package uses); it takes stages the core makes, so the core
-    is loaded first."""
-    load()
-    from . import _testing
-    return _testing
-
-
 def check_kernels_env(core: ModuleType) -> None:
     """SHAZIP_KERNELS, where set, names a kernel path this CPU runs (or "auto"): a one-line
     error before anything is built, not the core's exception from deep in a constructor."""

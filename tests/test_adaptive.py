@@ -11,10 +11,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from shazip import _core, core
+from shazip import _core
 from shazip.errors import CorruptArchive
 from shazip.stage.adaptive import (EXTRA_FLAGS, EXTRAS_OF, NEEDS, PARAMS_BYTES, TABLE_FLAGS, VERSION, AdaptiveParams,
                               AdaptiveStage, looks_tabular, squash_table)
+
+from core_hooks import hooks
 
 SMALL = AdaptiveParams(table_bits=16, history_bits=16, match_bits=12)  # fast to allocate and copy
 
@@ -202,13 +204,13 @@ def test_counter_update_by_hand():
     stage = AdaptiveStage(SMALL).native
     # P22 = 2**21, n = 0, bit 1: rate 1/1.5 -> RECIP[0] = 131072 // 3 = 43690;
     # 2**21 + floor(2**21 * 43690 / 65536) = 2097152 + 1398080 = 3495232, n = 1
-    cell = core.testing().counter_update(stage, (2**21) << 10, 1, 1023)
+    cell = hooks().counter_update(stage, (2**21) << 10, 1, 1023)
     assert cell == (3495232 << 10) | 1
     # then bit 0 at n = 5: RECIP[5] = 131072 // 13 = 10082; floor(-3495232 * 10082 / 65536) = -537704
-    cell = core.testing().counter_update(stage, (3495232 << 10) | 5, 0, 1023)
+    cell = hooks().counter_update(stage, (3495232 << 10) | 5, 0, 1023)
     assert cell == ((3495232 - 537704) << 10) | 6
     # the count stops at the limit
-    assert core.testing().counter_update(stage, (3495232 << 10) | 3, 0, 3) & 1023 == 3
+    assert hooks().counter_update(stage, (3495232 << 10) | 3, 0, 3) & 1023 == 3
 
 
 def test_mixer_step_by_hand():
@@ -216,7 +218,7 @@ def test_mixer_step_by_hand():
     sq = squash_table()
     w, x, lr = [65536, 32768, -16384], [100, -400, 256], 16
     # dot = 65536*100 - 32768*400 - 16384*256 = -10747904 -> floor(/65536) = -164
-    p, new_w = core.testing().mixer_step(stage, w, x, 1, lr)
+    p, new_w = hooks().mixer_step(stage, w, x, 1, lr)
     assert p == sq[-164 + 4095]
     err = 65536 - p
     assert new_w == [wi + ((xi * err * lr + 2**19) >> 20) for wi, xi in zip(w, x)]
@@ -226,7 +228,7 @@ def test_apm_step_by_hand():
     stage = AdaptiveStage(SMALL).native
     cells = [j * 120000 for j in range(33)]
     # x = 300: u = 4396, cell j = 17, weight w = 44 (nearer to 17: it is the one trained)
-    p, new = core.testing().apm_step(stage, cells, 300, 1)
+    p, new = hooks().apm_step(stage, cells, 300, 1)
     assert p == ((cells[17] * 212 + cells[18] * 44) >> 8) >> 6
     assert new[17] == cells[17] + (((1 << 22) - cells[17]) >> 7)
     assert new[:17] + new[18:] == cells[:17] + cells[18:]
@@ -234,7 +236,7 @@ def test_apm_step_by_hand():
 
 def test_bit_history_states():
     stage = AdaptiveStage(SMALL).native
-    hist = core.testing().bit_history
+    hist = hooks().bit_history
     n0, n1, after0, after1 = hist(stage, 0)
     assert (n0, n1) == (0, 0)
     assert hist(stage, after0)[:2] == [1, 0] and hist(stage, after1)[:2] == [0, 1]
@@ -254,11 +256,11 @@ def test_byte_classes_by_hand():
     marks = " \n\t\"&'()*+,-./:;<=>?@[]_{|}"
     want = {c: 0 if chr(c).isdigit() and c < 128 else 1 if 97 <= c <= 122 else 2 if 65 <= c <= 90 else
             3 if c >= 128 else 4 + marks.index(chr(c)) if chr(c) in marks else 31 for c in range(256)}
-    assert [core.testing().byte_class(c) for c in range(256)] == [want[c] for c in range(256)]
+    assert [hooks().byte_class(c) for c in range(256)] == [want[c] for c in range(256)]
 
 
 def test_fields_by_hand():
-    after = core.testing().structure_after
+    after = hooks().structure_after
     # a field starts after each separator; a space right after a separator starts none
     field, starts, prev, *_ = after(b"ab,c,, d  e")
     assert (field, starts, prev) == (4, [0, 3, 5, 6, 9], [])
@@ -271,7 +273,7 @@ def test_fields_by_hand():
 
 
 def test_brackets_and_shape_by_hand():
-    after = core.testing().structure_after
+    after = hooks().structure_after
     stack, depth, quoted = after(b'{"a": [1, "x]\\"y"')[3:6]
     assert (stack, depth, quoted) == (ord("{") << 8 | ord("["), 2, False)  # "]" inside a string is text
     stack, depth, quoted = after(b'(a))) <"')[3:6]
@@ -292,7 +294,7 @@ def hash32(x: int) -> int:
 def test_field_above_eq_and_value_by_hand():
     """Version 4's record state: the byte above in the same field (256 + byte), whether the field
     so far repeats the line above's, and the hash of the field's bytes so far."""
-    after = core.testing().structure_after
+    after = hooks().structure_after
     # "12:07" under "12:05": field 1 ("07") so far "0" equals "0" above; the next byte above is "5"
     above, eq, value = after(b"12:05 x\n12:0")[7:10]
     assert (above, eq) == (256 + ord("5"), True)
@@ -314,7 +316,7 @@ def test_warm_mixer_rate_by_hand():
     stage = AdaptiveStage(SMALL).native
     w, x, lr = [65536, 32768, -16384], [100, -400, 256], 16
     for seen in (0, 1, 1024, 10**6):
-        p, new_w = core.testing().mixer_step(stage, w, x, 1, lr, warm=1024, seen=seen)
+        p, new_w = hooks().mixer_step(stage, w, x, 1, lr, warm=1024, seen=seen)
         rate = lr + lr * 3 * 1024 // (1024 + seen)  # 4x at first, 2.5x after 1024 updates
         assert new_w == [wi + ((xi * (65536 - p) * rate + 2**19) >> 20) for wi, xi in zip(w, x)]
 
@@ -406,7 +408,7 @@ def test_version_4_headers():
 def test_digits_by_hand():
     """Version 5's state: the digits ending at the last byte (at most 16), and mixer 3's weight
     set at bit 0: 256 + (digits - 1) * 8 + 128 * min(field, 7) within a number, else c1."""
-    after = core.testing().structure_after
+    after = hooks().structure_after
     assert after(b"ab,123")[10:12] == (3, 256 + 2 * 8 + 128 * 1)
     assert after(b"x " + b"9" * 20)[10:12] == (16, 256 + 15 * 8 + 128 * 1)  # counted up to 16
     assert after(b"7")[10:12] == (1, 256)  # the first field of the first line
@@ -483,7 +485,7 @@ def test_version_9_header():
 def test_recover_by_hand():
     """Version 6's recovering match, step by step: (ptr, len, misses) after byte c from its own
     state and predicted byte, and the match models' (len, ptr, predicted byte) before c."""
-    step = core.testing().recover_step
+    step = hooks().recover_step
     a, b, x, y = (ord(ch) for ch in "abxy")
     assert step(0, 0, 0, -1, [(16, 100, a)], b) == (101, 0, 1)  # a 16-byte match mispredicts: followed on
     assert step(0, 0, 0, -1, [(15, 100, a)], b) == (0, 0, 0)  # 15 bytes are not enough
@@ -513,7 +515,7 @@ def test_line_match_by_hand():
     latest occurrence of the last 2 bytes, taken in this line by the first, in this line or the
     one before by the second, followed while it predicts, ended by a miss or a newline."""
     def last(data: bytes):
-        return core.testing().line_match_trace(AdaptiveStage(SMALL).native, squash_table(), data)[-1]
+        return hooks().line_match_trace(AdaptiveStage(SMALL).native, squash_table(), data)[-1]
     assert last(b"abXab") == ((2, 2), (2, 2))  # "ab" at 0-1: both predict the X at 2
     assert last(b"abXabX") == ((3, 3), (3, 3))  # a hit lengthens both
     assert last(b"abXabY") == ((0, 0), (0, 0))  # a miss ends them ("bY" never seen)
@@ -523,14 +525,14 @@ def test_line_match_by_hand():
     assert last(b"abX\nabX\n") == ((0, 0), (0, 0))  # a newline ends them
     assert last(b"abcd\nabcd") == ((0, 0), (4, 4))  # the second follows on into the line before's end
     assert last(b"a") == ((0, 0), (0, 0))
-    trace = core.testing().line_match_trace(AdaptiveStage(SMALL).native, squash_table(), b"k=v,k=v")
+    trace = hooks().line_match_trace(AdaptiveStage(SMALL).native, squash_table(), b"k=v,k=v")
     assert [row[0] for row in trace] == [(0, 0)] * 5 + [(2, 2), (3, 3)]
 
 
 def test_number_by_hand():
     """Version 8's number state: digits before the point, after it, and whether it has one (all
     counted to at most 15); any byte but a digit or a number's first point ends the number."""
-    after = core.testing().structure_after
+    after = hooks().structure_after
     assert after(b"x -31.95")[12:15] == (2, 2, True)
     assert after(b"x 104.")[12:15] == (3, 0, True)
     assert after(b"x 104.5.")[12:15] == (0, 0, False)  # a second point ends it
@@ -562,7 +564,7 @@ def test_mixer_on_every_kernel_path_by_hand(path):
         cases.append(([rng.randint(-(2**24), 2**24) for _ in range(n)], [rng.randint(-4095, 4095) for _ in range(n)],
                       rng.randint(0, 1), rng.randint(1, 64)))
     for w, x, y, lr in cases:
-        p, new_w = core.testing().mixer_step(stage, w, x, y, lr, warm=1024, seen=0)  # rate 4 lr
+        p, new_w = hooks().mixer_step(stage, w, x, y, lr, warm=1024, seen=0)  # rate 4 lr
         assert p == sq[min(max(sum(wi * xi for wi, xi in zip(w, x)) >> 16, -4095), 4095) + 4095]
         e = (y * 65536 - p) * 4 * lr
         assert new_w == [min(max(wi + ((xi * e + 2**19) >> 20), -(2**24)), 2**24) for wi, xi in zip(w, x)]
@@ -584,7 +586,7 @@ def test_version_9_mixer_sets_by_hand():
     """Version 9's fifth and sixth mixers' weight sets at bit 0: by the classes of the last two
     bytes ((class(c1) * 32 + class(c2)) * 8), and by the field, the brackets' depth (to 3), being
     in a string and in a number (((field * 16 + depth * 4) + quoted * 2 + number) * 8)."""
-    after = core.testing().structure_after
+    after = hooks().structure_after
     assert after(b"ab1")[15] == (0 * 32 + 1) * 8  # a digit after a lower-case letter
     assert after(b"A ")[15] == (4 * 32 + 2) * 8  # a space (class 4) after an upper-case letter
     assert after(b"x")[15] == (1 * 32 + 31) * 8  # before the first byte c2 is 0, of class 31
@@ -626,7 +628,7 @@ def test_cells_by_hand():
     """Version 10's cells (split by , tab ; | only) and, before the next byte, the bytes at its
     offset in the previous cell (left) and in this cell of the line above (up), as 256 + byte or
     0, with whether the cell so far repeats each (structure_after's items 17-22)."""
-    after = core.testing().structure_after
+    after = hooks().structure_after
     cells = lambda data: after(data)[17:23]  # noqa: E731
     # "Liv" repeats the name's first cell-bytes: left is the name's 4th byte, 'i'
     assert cells(b"00R,Livingston Municipal,Liv") == (2, [0, 4, 25], 256 + ord("i"), True, 0, False)
@@ -642,7 +644,7 @@ def test_cells_by_hand():
     assert cells(b"," * 20)[0:1] == (15,)  # at most 16 cells: the last takes the rest
     # CELL_ORDER's map context (((min(cell, 7) * 2 + up_eq) * 4 + r) * 2 + u) * 8 + k and CELL_LEFT's
     # band min(cell, 7) * 2 + left_eq; up 'M' = 0b01001101 under "00M" / "00"
-    ctx = lambda data, k, c0: core.testing().cell_contexts(data, k, c0)[:2]  # noqa: E731
+    ctx = lambda data, k, c0: hooks().cell_contexts(data, k, c0)[:2]  # noqa: E731
     up_m = b"00M,x\n00"
     assert ctx(up_m, 0, 1) == ((((0 * 2 + 1) * 4 + 1) * 2 + 0) * 8 + 0, 0)  # r = 1 (equal so far), u = 0
     assert ctx(up_m, 2, 0b101) == ((((0 * 2 + 1) * 4 + 1) * 2 + 0) * 8 + 2, 0)  # bits 01 as up's, its bit 2 is 0
@@ -684,7 +686,7 @@ def test_table_models_follow_the_input():
 def test_last_number_by_hand():
     """Version 11's last number (structure_after's item 23): the digits before its point << 8 | the
     first two of them, once a byte ends it; 0 before any number has ended."""
-    last = lambda data: core.testing().structure_after(data)[23]  # noqa: E731
+    last = lambda data: hooks().structure_after(data)[23]  # noqa: E731
     assert last(b"x 307,") == 3 << 8 | 30
     assert last(b'"Horsepower":130,\n') == 3 << 8 | 13
     assert last(b"x 1.5 ") == 1 << 8 | 1  # the digits after the point do not count
@@ -704,7 +706,7 @@ def test_version_11_model_round_trips_and_counts():
 def test_runs_by_hand():
     """Version 12's run entry (chk << 24 | last byte << 16 | the different byte before << 8 | run
     length) after each byte seen in its context."""
-    after = core.testing().run_after
+    after = hooks().run_after
     e = after(0, 7, ord("a"))  # empty: the context's first byte
     assert e == 7 << 24 | ord("a") << 16 | ord("a") << 8 | 1
     e = after(e, 7, ord("a"))
@@ -728,7 +730,7 @@ def test_groups_by_hand():
     """Version 13's groups (structure_after's items 24 and 25): the last 8 byte groups, the latest
     lowest, a digit's or letter's group not added again after one of its own, and whether the last
     byte was such a repeat."""
-    after = lambda data: core.testing().structure_after(data)[24:26]  # noqa: E731
+    after = lambda data: hooks().structure_after(data)[24:26]  # noqa: E731
     pack = lambda gs: sum(g << 8 * i for i, g in enumerate(reversed(gs)))  # noqa: E731
     assert after(b"") == (0, False)
     assert after(b'"key": 12,') == (pack(b'"a": 0,'), False)
@@ -777,7 +779,7 @@ def test_tokens_by_hand():
     """Version 15's tokens (structure_after's items 26 and 27): the hash of the current token (a
     run of letters, digits, '_', '$' and bytes >= 128; 0 outside one) and the last 3 tokens ended,
     the latest first, a punctuation byte being a token of its own (256 + byte) and spaces none."""
-    after = lambda data: core.testing().structure_after(data)[26:28]  # noqa: E731
+    after = lambda data: hooks().structure_after(data)[26:28]  # noqa: E731
 
     def tok(word: bytes) -> int:
         t = 0
@@ -797,7 +799,7 @@ def test_tokens_by_hand():
 def test_indirect_by_hand():
     """Version 15's indirect tables: for the byte after the input, the last 2 bytes (the latest
     low) that followed its last byte, its last 2 bytes and (hashed) its last 3 bytes."""
-    after = core.testing().indirect_after
+    after = hooks().indirect_after
     assert after(b"", 16) == [0, 0, 0]
     assert after(b"abab", 16) == [ord("a"), ord("a"), 0]  # "b" and "ab" were followed by "a"; "bab" never
     assert after(b"xaxbx", 16)[0] == ord("a") << 8 | ord("b")  # two bytes kept, the latest low
@@ -827,7 +829,7 @@ def test_version_15_models_round_trip_and_count():
 def test_places_context_by_hand():
     """Version 16's places context: in a number, its digits before and after the point, whether it
     has one, and the last byte alone; outside a number 0 (order 0)."""
-    ctx = core.testing().places_context
+    ctx = hooks().places_context
     assert ctx(b"x -31.953") == 2 << 32 | 3 << 24 | 1 << 20 | ord("3")
     assert ctx(b"x 104.") == 3 << 32 | 0 << 24 | 1 << 20 | ord(".")
     assert ctx(b"id 7") == 1 << 32 | ord("7")
@@ -837,7 +839,7 @@ def test_places_context_by_hand():
 def test_this_token_context_by_hand():
     """Version 16's current-token context: the current token's hash (as TOKENS forms it) while in a
     token, else 2**40 | the last token ended (256 + byte for a one-byte token)."""
-    ctx, after = core.testing().this_token_context, core.testing().structure_after
+    ctx, after = hooks().this_token_context, hooks().structure_after
     assert ctx(b"x = ab") == after(b"x = ab")[26] != 0
     assert ctx(b"x = ") == 1 << 40 | 256 + ord("=")
     assert ctx(b"a.b") == after(b"b")[26]  # the token alone, whatever came before it
@@ -847,7 +849,7 @@ def test_this_token_context_by_hand():
 def test_nest_context_by_hand():
     """Version 16's nest context: the innermost open bracket << 40 | min(depth, 15) << 32 | the
     current token (between tokens, the last one), brackets and tokens as BRACKETS and TOKENS track them."""
-    ctx, after = core.testing().nest_context, core.testing().structure_after
+    ctx, after = hooks().nest_context, hooks().structure_after
     tok = after(b"f(a, bc")[26]
     assert ctx(b"f(a, bc") == ord("(") << 40 | 1 << 32 | tok
     assert ctx(b"x = [{") == ord("{") << 40 | 2 << 32 | 256 + ord("{")  # '{' the last token
@@ -858,7 +860,7 @@ def test_nest_context_by_hand():
 def test_cell_up_context_by_hand():
     """Version 16's cell context (cell_contexts' third item): the byte above in this cell (256 +
     byte, 0: none), whether the cell so far repeats it, the cell and the byte's offset in it (to 15)."""
-    ctx = lambda data: core.testing().cell_contexts(data, 0, 1)[2]  # noqa: E731
+    ctx = lambda data: hooks().cell_contexts(data, 0, 1)[2]  # noqa: E731
     up = lambda byte, eq, cell, offset: (256 + byte if byte else 0) << 24 | eq << 20 | cell << 12 | offset  # noqa: E731
     assert ctx(b"00M,Thigpen\n00R,Li") == up(ord("i"), False, 1, 2)  # after "Li" under "Thigpen": 'i' above
     assert ctx(b"00M,x\n00") == up(ord("M"), True, 0, 2)  # "00" repeats "00M" so far
@@ -923,9 +925,9 @@ def test_seeded_weight_sets_by_hand():
     w0 = step(init, 1, first)
     w1 = step(step(w0, 0, first), 1, second)  # seeded from set 0 (never updated), then its own
     w2 = step(w1, 0, first)  # seeded from set 1
-    assert core.testing().mixer_seed_steps(stage, 3, init, x, steps, lr, 1024) == w0 + w1 + w2
+    assert hooks().mixer_seed_steps(stage, 3, init, x, steps, lr, 1024) == w0 + w1 + w2
     cold = step(step(init, 0, lr), 1, lr)  # without warm: set 1 starts from the initial weights
-    assert core.testing().mixer_seed_steps(stage, 3, init, x, steps, lr, 0) == step(init, 1, lr) + cold + step(init, 0, lr)
+    assert hooks().mixer_seed_steps(stage, 3, init, x, steps, lr, 0) == step(init, 1, lr) + cold + step(init, 0, lr)
 
 
 def test_order_mixer_set_by_hand():
@@ -934,7 +936,7 @@ def test_order_mixer_set_by_hand():
     for data, c0 in ((b"xth", 1), (b'x":', 0b101), (b"\x00\xff", 255)):
         c2c1 = data[-2] << 8 | data[-1]
         want = hash32((c2c1 * 0x9E3779B1 + c0 * 0x3C6EF372) & 0xFFFFFFFF) >> 16
-        assert core.testing().order2_set(data, c0) == want
+        assert hooks().order2_set(data, c0) == want
 
 
 def test_place_and_match_mixer_sets_by_hand():
@@ -942,9 +944,9 @@ def test_place_and_match_mixer_sets_by_hand():
     the column (bytes since the line began) and the bits so far, each counted to 15; its match mixer
     by the predicted byte and the bits so far (without a prediction by those bits alone)."""
     for data, field, column in ((b"ab\nx", 0, 1), (b"a,b c=d", 3, 7), (b"\n" + b"x:" * 20, 15, 15)):
-        assert core.testing().place_set(data, 0b110) == field << 12 | column << 8 | 0b110
-    assert core.testing().predicted_set(ord("e"), 0b101) == (ord("e") + 1) << 8 | 0b101
-    assert core.testing().predicted_set(255, 1) == 256 << 8 | 1 and core.testing().predicted_set(-1, 0b11) == 0b11
+        assert hooks().place_set(data, 0b110) == field << 12 | column << 8 | 0b110
+    assert hooks().predicted_set(ord("e"), 0b101) == (ord("e") + 1) << 8 | 0b101
+    assert hooks().predicted_set(255, 1) == 256 << 8 | 1 and hooks().predicted_set(-1, 0b11) == 0b11
 
 
 def test_version_17_header():

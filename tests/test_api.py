@@ -158,7 +158,7 @@ def test_unknown_engine_version_is_refused(random_model, text):
     the header is chained to its crc, which is resealed)."""
     import zlib
 
-    from shazip.testing import Layout
+    from archive_damage import Layout
     from shazip.errors import UnsupportedVersion
     blob = shazip.compress(text[:1000], model=random_model, methods=MODEL_ONLY, adapt="none")
     end = Layout.of(blob).header_end
@@ -174,7 +174,7 @@ def test_lanes_beyond_what_the_encoder_makes_are_refused(random_model, text):
     """A forged lane count would make the decoder allocate a ring per lane."""
     import struct
 
-    from shazip.testing import BLOCK_HEADER, Layout, _reseal
+    from archive_damage import BLOCK_HEADER, Layout, _reseal
     blob = bytearray(shazip.compress(text[:2000], model=random_model, methods=MODEL_ONLY, adapt="none",
                                      block_size=1000))
     lay = Layout.of(bytes(blob))

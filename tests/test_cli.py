@@ -38,7 +38,8 @@ from shazip.cli import main
 from shazip.codec.frames import declared_size
 from shazip.errors import CorruptArchive, ShazipError
 from shazip.format.container import Method
-from shazip.testing import payload_spans
+
+from archive_damage import payload_spans
 
 ZEROS = b"\x00" * 600  # 3 model-coded blocks of 200 bytes (1 lane each)
 ZEROS_BLOCK = 200

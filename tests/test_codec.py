@@ -26,7 +26,8 @@ from shazip.options import (
 )
 from shazip.stage.adaptive import EXTRA_FLAGS, MODEL_FLAGS, TABLE_FLAGS, AdaptiveParams, AdaptiveStage
 from shazip.stage.adaptive import VERSIONS as STAGE_VERSIONS
-from shazip.testing import flip, payload_spans
+
+from archive_damage import flip, payload_spans
 
 MODEL_ONLY = frozenset({Method.MODEL})
 EIGHT = LanePolicy(8, LANE_FLOOR, LANE_FLOOR)  # 8 lanes asked for
@@ -463,7 +464,7 @@ def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, te
     int8 engine's integer rows); a damaged header that claims it is refused cleanly."""
     import struct
     import zlib
-    from shazip.testing import Layout
+    from archive_damage import Layout
     blob = bytearray(shazip.compress(text[:2000], model=trained, lanes=2, methods=frozenset({Method.MIXED})))
     end = Layout.of(bytes(blob)).header_end
     blob[6] = 0x01  # engine: float32 (id 0 in the high nibble), version 1

@@ -18,7 +18,8 @@ from shazip.config import Config
 from shazip.errors import UsageError
 from shazip.model import SHARNN
 from shazip.modelfile import load_model
-from shazip.testing import lanes_of, run
+
+from engine_tables import lanes_of, run
 
 DATA = Path(__file__).parent / "data"
 PATHS = _core.available_kernels()

@@ -79,7 +79,7 @@ def test_frames_cut_or_reordered_are_refused_on_the_cluster(tmp_path, client, tr
     """The cluster's decoder takes the frames through the same chain as a local one: a cut at a
     frame boundary and a reordering are refused, and nothing is written."""
     import shazip.distributed as sd
-    from shazip.testing import frames_of
+    from archive_damage import frames_of
     frames, table = frames_of(shazip.compress(text[:30000], model=trained, threads=1, **OPTIONS))
     cases = {"cut.shz": (b"".join(frames[:2]), "frame 2 of the output is missing"),
              "swapped.shz": (frames[0] + frames[2] + frames[1] + frames[3] + table, "seek table|frame 1 of the output")}

@@ -16,7 +16,7 @@ from shazip.errors import ShazipError
 from shazip.format.container import Method
 from shazip.stage.adaptive import AdaptiveParams
 
-from shazip.testing import MUTATIONS, Layout, mutate
+from archive_damage import MUTATIONS, Layout, mutate
 
 FUZZED = [(frozenset({Method.MODEL, Method.RAW}), "none"), (frozenset({Method.MIXED, Method.RAW}), "cm"),
           (frozenset(Method), "cm"),

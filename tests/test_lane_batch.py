@@ -15,7 +15,8 @@ import torch
 
 from shazip import quant
 from shazip.codec.lane_batch import LaneBatch
-from shazip.testing import lanes_of, run
+
+from engine_tables import lanes_of, run
 
 STEPS = 30  # past the ring of `tiny` (24): lanes wrap at different steps
 

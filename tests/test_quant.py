@@ -27,7 +27,8 @@ from shazip.format.container import ArchiveReader, Method
 from shazip.model import SHARNN
 from shazip.modelfile import load_model
 
-from shazip.testing import lanes_of, payload_spans, run, run_with_threads
+from archive_damage import payload_spans
+from engine_tables import lanes_of, run, run_with_threads
 
 DATA = Path(__file__).parent / "data"
 MODEL_ONLY = frozenset({Method.MODEL})

@@ -253,7 +253,7 @@ def test_a_block_spliced_from_another_archive_is_refused(tmp_path, trained, text
     """Block 3 of one archive replaced by block 3 of another made the same way (stored blocks
     decode on their own, so only the chained checksums can tell): -t and -d fail, naming it."""
     from shazip.format.container import Method
-    from shazip.testing import Layout
+    from archive_damage import Layout
     opts = dict(model=trained, block_size=1000, lanes=1, methods=frozenset({Method.RAW}))
     a, b = (shazip.compress(t, **opts) for t in (text[:5000], text[5000:10000]))
     la, lb = Layout.of(a), Layout.of(b)

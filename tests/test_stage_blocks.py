@@ -138,7 +138,7 @@ def test_a_payload_whose_first_bytes_miss_their_check_is_refused(trained, text, 
     the CPU): a head crc that is not the block's first bytes' is refused once they are decoded,
     naming the block."""
     from shazip.codec import engines
-    from shazip.testing import flip, payload_spans
+    from archive_damage import flip, payload_spans
     blob = shazip.compress(text[:6000], model=trained, lanes=3, block_size=3000, methods=frozenset({Method.MIXED}))
     if engine == "twin":
         monkeypatch.setattr(engines, "int_engine", lambda loaded, device, threads: engines.TwinEngine(loaded, "cpu"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ from shazip.format.container import Method
 
 PACKAGE = Path(shazip.__file__).parent
 ROOT = Path(__file__).resolve().parents[1]
-TOOLS = ("shazip.train", "shazip.bench", "shazip.testing")
+TESTKIT = tuple(p.stem for p in (ROOT / "testkit").glob("*.py"))  # what the tests share (testkit/README.md)
+TOOLS = ("shazip.train", "shazip.bench", "shazip._testing", *TESTKIT)
 
 
 def imported_by(*args: str) -> set[str]:
@@ -174,7 +176,6 @@ def test_the_readme_layout_names_every_module():
     """README's layout table names every module of the package (by its path, or by its name under
     its folder's row), and the files it gives as `shazip -d`'s path exist: a module added, moved
     or renamed without the table fails here."""
-    import re
     text = (ROOT / "README.md").read_text()
     layout = text[text.index("## Layout\n"):]
     layout = layout[:layout.index("\n## ")]
@@ -194,7 +195,6 @@ def test_the_readme_layout_names_every_module():
 def test_the_example_of_adding_a_model_applies_to_the_tree(tmp_path):
     """csrc/stage/README.md shows adding a model with a real diff: it must still apply to the
     files it changes (`git apply --check`), so the example cannot drift from the code."""
-    import re
     import shutil
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs git and a checkout")
@@ -239,20 +239,22 @@ def test_the_scripts_import_what_the_package_has():
 
 def test_the_core_holds_no_test_hooks():
     """shazip._core holds what the package uses; the stage's components alone, for tests, are an
-    extension of their own (shazip._testing), which works on the stages the core makes."""
+    extension of their own (shazip._testing), which works on the stages the core makes. No module
+    of the package loads it or imports what the tests share (testkit/)."""
+    from core_hooks import hooks
     from shazip import core
     from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
-    module, hooks = core.load(), core.testing()
-    assert not hasattr(module, "testing")
+    module, hooks = core.load(), hooks()
     assert not set(dir(hooks)) & {n for n in dir(module) if not n.startswith("__")}
     stage = AdaptiveStage(AdaptiveParams()).native
     assert hooks.bit_history(stage, 0)[2:] != [0, 0]  # state 0's successors: a bit seen
+    test_only = re.compile(rf"\b(_testing|{'|'.join(TESTKIT)})\b")
+    assert TESTKIT and not [p for p in PACKAGE.rglob("*.py") if test_only.search(p.read_text())]
 
 
 def test_the_build_refuses_an_old_pybind11_in_one_line(tmp_path):
     """Debian's pybind11 2.10.3 (taken with --no-build-isolation) failed deep in the core's
     templates: setup.py names the version found and the one pyproject.toml asks for."""
-    import re
     need = re.search(r'"pybind11>=([\d.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
     (tmp_path / "pybind11").mkdir()
     (tmp_path / "pybind11" / "__init__.py").write_text('__version__ = "2.10.3"\n')

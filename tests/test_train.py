@@ -38,7 +38,7 @@ from shazip.train import checkpoint as pieces
 from shazip.train.data import ByteStreams, Corpus
 from shazip.train.trainer import TrainArgs, evaluate, lr_at, scaled_for_batch, train
 
-from shazip.testing import lanes_of, run
+from engine_tables import lanes_of, run
 
 DATA = Path(__file__).parent / "data"
 FIXTURE = DATA / "wiki.xml"

@@ -1,11 +1,13 @@
-"""Helpers shared by the tests and the benchmarks (importable from either without touching
-sys.path): integer-engine tables of real text, and damage for real `.shz` archives.
+"""Damage for real `.shz` archives: what the fuzz test and `benchmarks/fuzz.py` feed the decoder,
+and the readers' spans that tests damage by hand.
 
-Damage is what the fuzz test and `benchmarks/fuzz.py` feed the decoder. Blind damage (bit
-flips, truncation, inserted or deleted bytes) mostly meets a checksum first, so the field edits
-also re-seal the record's crc: they reach the checks behind it (lengths, lanes, methods, block
-order, totals). Every mutation is a function of the archive and
-a `random.Random`, and returns (name, damaged bytes)."""
+Blind damage (bit flips, truncation, inserted or deleted bytes) mostly meets a checksum first, so
+the field edits also re-seal the record's crc: they reach the checks behind it (lengths, lanes,
+methods, block order, totals). Every mutation is a function of the archive and a
+`random.Random`, and returns (name, damaged bytes).
+
+Not part of the package: tests reach it on pytest's pythonpath (pyproject.toml), benchmarks/fuzz.py
+by one sys.path line; testkit/README.md says why it lives here."""
 
 from __future__ import annotations
 
@@ -15,44 +17,8 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-import torch
-
-from .format.container import ArchiveReader, Method
-from .format.header import COMPACT, chained
-
-# ----------------------------------------------------------------------------------------------
-# Integer-engine tables
-
-
-def lanes_of(text: bytes, lanes: int, length: int) -> torch.Tensor:
-    """[lanes, length] bytes: lane k is text[k*length:(k+1)*length]."""
-    return torch.tensor(list(text[: lanes * length]), dtype=torch.int64).view(lanes, length)
-
-
-def run(model, grid: torch.Tensor) -> torch.Tensor:
-    """Frequency tables [steps, lanes, 256] of an integer model (IntModel or NativeModel) whose
-    lanes are fed their own bytes (0 first)."""
-    state = model.init_state(grid.shape[0])
-    prev = torch.zeros(grid.shape[0], dtype=torch.int64)
-    out = []
-    for t in range(grid.shape[1]):
-        state, freq = model.step(state, prev)
-        out.append(freq.clone())
-        prev = grid[:, t]
-    return torch.stack(out)
-
-
-def run_with_threads(model, grid: torch.Tensor, threads: int) -> torch.Tensor:
-    old = torch.get_num_threads()
-    try:
-        torch.set_num_threads(threads)
-        return run(model, grid)
-    finally:
-        torch.set_num_threads(old)
-
-
-# ----------------------------------------------------------------------------------------------
-# Archive damage
+from shazip.format.container import ArchiveReader, Method
+from shazip.format.header import COMPACT, chained
 
 # offsets within the records, as laid out in shazip/format/container.py
 HEADER_FIELDS = {"format_version": (4, "B"), "engine": (5, "B"), "engine_version": (6, "B"), "threads": (7, "B"),
