@@ -32,9 +32,9 @@ import fsspec
 
 from .codec.decode import decode_frame, linked
 from .codec.encode import Compressor
-from .codec.frames import Frame, index
+from .format.frames import Frame, index
 from .errors import ShazipError
-from .format import seektable
+from .format.frames import pack_table
 from .format.container import Place
 from .options import DEFAULT_BLOCK_SIZE, DEFAULT_FRAME_SIZE, MAX_FRAME_IN_MEMORY
 from .publish import publish
@@ -159,7 +159,7 @@ def _with_table(archives: Iterator[bytes], lengths: list[int]) -> Iterator[bytes
     for archive, length in zip(archives, lengths):
         sizes.append((len(archive), length))
         yield archive
-    yield seektable.pack(sizes)
+    yield pack_table(sizes)
 
 
 def decompress(src: str, dst: str, client, *, model: str | None = None, device: str = "cpu",

@@ -31,7 +31,8 @@ from typing import BinaryIO, Iterator
 
 from .codec.decode import clear_frames, iter_decompress
 from .codec.encode import Compressor, ShazipCompressor
-from .codec.frames import Frame, hand_back, scan
+from .codec.frames import hand_back
+from .format.frames import Frame, scan
 from .errors import ShazipError
 from .format.container import Place
 from .modelfile import LoadedModel

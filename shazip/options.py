@@ -158,7 +158,7 @@ LEVELS_HELP = ("-1 .. -9: -1 (--fast) and -2 code with the adaptive stage alone,
                f"one lane per block (on a GPU: up to {MAX_LANES} lanes, none shorter than the level's or "
                f"{MIN_LANE_GPU >> 10} KB, whichever is less).")
 DEFAULT_BLOCK_SIZE = 2 << 20
-# Input bytes per frame (an independent archive: codec/frames.py). Each frame starts the adaptive
+# Input bytes per frame (an independent archive: docs/format.md, "Frames"). Each frame starts the adaptive
 # stage cold: halving the frame costs 0.2-0.9 % (benchmarks/JOURNAL.md, "Frames" and "Folders;
 # frames' size; a fresh bench"), which users with cores to spare may choose to pay.
 DEFAULT_FRAME_SIZE = 16 << 20

@@ -16,7 +16,7 @@ import pytest
 
 import shazip
 from shazip.errors import ArchiveError, CorruptArchive, Truncated
-from shazip.format import seektable
+from shazip.format.frames import pack_table, read_table
 from shazip.format.container import BLOCK_HEADER_BYTES, TRAILER_BYTES, skippable
 from shazip.format.listing import describe
 
@@ -144,7 +144,7 @@ def test_forged_tables_never_lead_to_wrong_bytes(data, framed):
     """Entries merged, swapped or shifted, the table's crc recomputed: a full decode refuses the
     file, and a seek either refuses it too or returns the right bytes, never others."""
     frames, table = frames_of(framed)
-    sizes = seektable.read(io.BytesIO(framed), 0)
+    sizes = read_table(io.BytesIO(framed), 0)
     body = b"".join(frames)
     forged = {
         "merged": [(sizes[0][0] + sizes[1][0], sizes[0][1] + sizes[1][1])] + sizes[2:],
@@ -154,7 +154,7 @@ def test_forged_tables_never_lead_to_wrong_bytes(data, framed):
         "decoded sizes moved": [(sizes[0][0], sizes[0][1] - 100), (sizes[1][0], sizes[1][1] + 100)] + sizes[2:],
     }
     for name, entries in forged.items():
-        blob = body + seektable.pack(entries)
+        blob = body + pack_table(entries)
         for threads in (1, 2):
             with pytest.raises(CorruptArchive, match="seek table"):
                 shazip.decompress(blob, threads=threads)
@@ -222,7 +222,7 @@ def test_outputs_made_before_the_marks_still_decode_and_seek(data):
     """shazip 0.20 wrote frames without marks, each an archive of one frame, and its seek table
     after them: it reads as their concatenation, in every reader, its table still checked."""
     parts = [shazip.compress(data[i:i + 4096], **FRAMES) for i in range(0, len(data), 4096)]
-    old = b"".join(parts) + seektable.pack([(len(p), min(4096, len(data) - 4096 * i)) for i, p in enumerate(parts)])
+    old = b"".join(parts) + pack_table([(len(p), min(4096, len(data) - 4096 * i)) for i, p in enumerate(parts)])
     assert all(not a["more"] and a["frame_index"] == 0 for a in describe(io.BytesIO(old)))
     for name, read in READERS.items():
         assert read(old) in (data, b""), name
@@ -255,5 +255,5 @@ def test_golden_framed_output(trained, text):
         found = describe(io.BytesIO(golden))
         assert [(a["frame_index"], a["more"], a["format_version"]) for a in found] == [
             (0, True, version), (1, True, version), (2, False, version)]
-        assert found[-1]["skipped_bytes"] == len(seektable.pack([(1, 1)] * 3))
+        assert found[-1]["skipped_bytes"] == len(pack_table([(1, 1)] * 3))
     assert made == golden

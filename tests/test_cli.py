@@ -35,9 +35,9 @@ from click.testing import CliRunner
 from shazip.cli import files as cli, io as cli_io
 from shazip.api import compress as api_compress
 from shazip.cli import main
-from shazip.codec.frames import declared_size
-from shazip.errors import CorruptArchive, ShazipError
+from shazip.errors import ArchiveError, CorruptArchive, ShazipError
 from shazip.format.container import Method
+from shazip.format.frames import index
 
 from archive_damage import payload_spans
 
@@ -46,6 +46,17 @@ ZEROS_BLOCK = 200
 
 
 # ---------------------------------------------------------------- helpers
+
+
+
+def declared_size(src) -> int | None:
+    """The decoded size the frames of src record, as `decompress_stream` tells a progress bar
+    (`index`: nothing decoded); None where it cannot be had: a pipe, a damaged archive."""
+    try:
+        frames = index(src)
+    except ArchiveError:
+        return None
+    return None if frames is None else sum(f.decoded for f in frames)
 
 
 def run(*args):
@@ -273,9 +284,9 @@ def test_compress_progress_shows_the_bits_per_byte_written_so_far(tmp_path, monk
 
 def test_decompress_progress_without_a_trailer_to_trust(tmp_path, monkeypatch, random_model_path, model_archive,
                                                         raw_archive):
-    """A damaged trailer (or a pipe) gives the bar no total: no %, and the decode's own error,
-    word for word what it says when read from standard input. (A single block's size is in its
-    format 3 header.)"""
+    """A damaged trailer (or a pipe) gives the bar no total: no %, and the decode's own error
+    (found by the frames' index before anything is decoded), word for word what it says when
+    read from standard input. (A single block's size is in its format 3 header.)"""
     assert declared_size(io.BytesIO(model_archive)) == len(ZEROS) == declared_size(io.BytesIO(raw_archive))
     solo = api_compress(b"abc" * 500, model=random_model_path, lanes=2)
     assert solo[5] & 1 and declared_size(io.BytesIO(solo)) == 1500
@@ -292,7 +303,7 @@ def test_decompress_progress_without_a_trailer_to_trust(tmp_path, monkeypatch, r
     assert declared_size(io.BytesIO(model_archive + solo + raw_archive)) == 2 * len(ZEROS) + 1500  # frames
     drawn, error = _decompress_on_a_terminal(monkeypatch, arc, random_model_path)
     assert isinstance(error, CorruptArchive) and str(error).startswith(f"{arc}: end-of-archive trailer checksum mismatch")
-    assert " MB " in drawn and "%" not in drawn  # the bar ran, without a total
+    assert "%" not in drawn  # no total
     assert listing(tmp_path) == ["bad.shz"]
     from_file = assert_fails(run("-d", arc, "--model", random_model_path), "trailer checksum", tmp_path, ["bad.shz"], 1)
     from_stdin = run_in(["-d", "--model", random_model_path], bytes(bad))

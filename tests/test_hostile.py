@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 import shazip
-from shazip.codec.frames import index
-from shazip.format import crc, seektable
+from shazip.format.frames import index
+from shazip.format import crc
+from shazip.format.frames import pack_table, read_table
 
 from test_cli import assert_ok, run
 
@@ -67,7 +68,7 @@ def test_a_forged_trailer_with_a_table_to_match_is_refused_by_a_seek(framed):
     at = frames[1].end - 17  # the trailer: tag u8, n_blocks u32, total_len u64, crc u32
     tag, n_blocks, total = struct.unpack("<BIQ", forged[at:at + 13])
     forged[at:at + 13] = struct.pack("<BIQ", tag, n_blocks, total - 2048)
-    forged += seektable.pack([(f.end - f.start, f.decoded - 2048 * (i == 1)) for i, f in enumerate(frames)])
+    forged += pack_table([(f.end - f.start, f.decoded - 2048 * (i == 1)) for i, f in enumerate(frames)])
     for seek in ((0, 2), (10000, 0)):
         with pytest.raises(shazip.CorruptArchive, match="trailer checksum mismatch"):
             with shazip.open(io.BytesIO(bytes(forged))) as f:
@@ -164,14 +165,14 @@ def _decode_in_pieces(blob: bytes, cut: int) -> bytes:
 
 def test_the_decompressor_never_spins_on_a_piece_that_ends_inside_the_seek_table(framed):
     data, a, _ = framed
-    table = len(seektable.pack(seektable.read(io.BytesIO(a), 0)))
+    table = len(pack_table(read_table(io.BytesIO(a), 0)))
     for cut in range(len(a) - table - 2, len(a) + 1):
         assert _decode_in_pieces(a, cut) == data, cut
 
 
 def test_the_decompressor_checks_a_seek_table_it_is_given(framed):
     _, a, _ = framed
-    table = bytearray(seektable.pack(seektable.read(io.BytesIO(a), 0)))
+    table = bytearray(pack_table(read_table(io.BytesIO(a), 0)))
     d = shazip.ShazipDecompressor()
     assert d.decompress(bytes(table)) == b"" and d.eof  # an intact table: read past, nothing decoded
     table[12] ^= 1  # a frame's size in it

@@ -9,21 +9,21 @@ import io
 import pytest
 
 import shazip
-from shazip.codec.frames import _scanned, declared_size, index
 from shazip.errors import CorruptArchive, ShazipError
-from shazip.format import seektable
+from shazip.format.frames import _scanned, index, pack_table, read_table
 from shazip.format.container import BLOCK_HEADER_BYTES, TRAILER_BYTES, skippable
 from shazip.format.listing import describe
 
 from test_concat import _by_decompressors
+from test_cli import declared_size
 from test_frames import FRAMED, data, framed  # noqa: F401 (fixtures)
 
 
 def test_the_table_lists_every_frame_and_agrees_with_a_scan(framed):
     archives = describe(io.BytesIO(framed))
-    table = seektable.read(io.BytesIO(framed), 0)
+    table = read_table(io.BytesIO(framed), 0)
     assert table == [(a["archive_bytes"], a["total_len"]) for a in archives]
-    assert framed.endswith(seektable.pack(table)) and archives[-1]["skipped_bytes"] == len(seektable.pack(table))
+    assert framed.endswith(pack_table(table)) and archives[-1]["skipped_bytes"] == len(pack_table(table))
     src = io.BytesIO(b"prefix" + framed)  # from where the file stands
     src.seek(6)
     found = index(src)
@@ -33,7 +33,7 @@ def test_the_table_lists_every_frame_and_agrees_with_a_scan(framed):
 
 def test_one_frame_has_no_table(trained, data):
     one = shazip.compress(data[:12000], model=trained, **FRAMED)
-    assert seektable.read(io.BytesIO(one), 0) is None and describe(io.BytesIO(one))[0]["skipped_bytes"] == 0
+    assert read_table(io.BytesIO(one), 0) is None and describe(io.BytesIO(one))[0]["skipped_bytes"] == 0
 
 
 def test_every_reader_reads_past_the_table(trained, data, framed):
@@ -65,12 +65,12 @@ def test_a_table_that_disagrees_with_the_frames_is_an_error(trained, data, frame
     """Damaged, or describing other archives (its crc recomputed): a reader that would use it
     finds it does not fit and scans the frames, and every reader that meets it after the last
     frame refuses the file, as for any other damage (`--recover` still writes all the data)."""
-    end = len(framed) - len(seektable.pack(seektable.read(io.BytesIO(framed), 0)))
+    end = len(framed) - len(pack_table(read_table(io.BytesIO(framed), 0)))
     sizes = [(a["archive_bytes"], a["total_len"]) for a in describe(io.BytesIO(framed))]
     damaged = bytearray(framed)
     damaged[end + 12] ^= 1  # a frame size in the table
-    lying = framed[:end] + seektable.pack([(1939, 12000), (2561, 12000), (1751, 12000), (685, 4000)])
-    swapped = framed[:end] + seektable.pack([sizes[1], sizes[0]] + sizes[2:])
+    lying = framed[:end] + pack_table([(1939, 12000), (2561, 12000), (1751, 12000), (685, 4000)])
+    swapped = framed[:end] + pack_table([sizes[1], sizes[0]] + sizes[2:])
     for blob in (bytes(damaged), lying, swapped):
         for threads in (1, 2):
             with pytest.raises(CorruptArchive, match="seek table"):

@@ -32,7 +32,7 @@ class Commands(click.Group):
     them from the summaries below without loading torch."""
 
     # name: (module, its command, the optional packages it needs, the summary)
-    LAZY = {"train": ("shazip.train.trainer", "train_command", ("torch",), "Train a SHA-RNN on your own text."),
+    LAZY = {"train": ("shazip.train.command", "train_command", ("torch",), "Train a SHA-RNN on your own text."),
             "bench": ("shazip.bench.command", "bench", (), "Benchmark shazip beside the classic compressors."),
             "fetch-enwik8": ("shazip.bench.command", "fetch_enwik8", (), "Download enwik8 (checked by sha256).")}
 

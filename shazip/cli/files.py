@@ -16,7 +16,6 @@ from typing import BinaryIO, Callable
 
 import click
 
-from ..codec.frames import declared_size
 from ..errors import ArchiveError, CorruptArchive, FileTrouble, InputChanged, OutputExists, ShazipError, Skipped, UsageError
 from ..optional import require
 from .flags import FLAGS, SUFFIX, file_options
@@ -174,7 +173,7 @@ def files_command(files: tuple[str, ...], mode: str, output: str | None, suffix:
     inputs = _walk(files or ("-",), run.recursive,
                    (lambda f: f.endswith(suffix)) if archives_only else (lambda f: not f.endswith(suffix)))
     bar = show_bar(run.quiet, run.progress)
-    table = Table()
+    table = Table() if mode == "list" and not run.verbose else None  # gzip -l's table
 
     def one(file: str) -> None:
         dest = None
@@ -223,7 +222,8 @@ def files_command(files: tuple[str, ...], mode: str, output: str | None, suffix:
                     raise
                 click.echo(f"shazip: {_naming(file, os_error(e))}", err=True)
                 worst = _worse(worst, 1)
-        table.close()
+        if table is not None:
+            table.close()
         if worst:
             sys.exit(worst)
 
@@ -305,12 +305,13 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, bar:
     lost = []
     with input_file(file, force) as src, out as dst:
         before = _identity(file, src)
-        progress = ProgressBar(declared_size(src), _named(file), bar)
+        progress = ProgressBar(None, _named(file), bar)  # its total: decompress_stream's, from the frames it finds
+        shown_bar = progress if progress.enabled else None  # unshown: not measured
         try:
             if recover:
-                lost = recover_stream(src, dst, loaded, progress=progress, threads=threads, device=device)
+                lost = recover_stream(src, dst, loaded, progress=shown_bar, threads=threads, device=device)
             else:
-                decompress_stream(src, dst, loaded, progress=progress, threads=threads, device=device)
+                decompress_stream(src, dst, loaded, progress=shown_bar, threads=threads, device=device)
         except ArchiveError as e:  # name the user's file: "f.shz: archive is truncated"
             raise type(e)(f"{'standard input' if file == '-' else file}: {e}") from None
         progress.close()

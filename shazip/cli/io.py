@@ -103,6 +103,11 @@ class ProgressBar:
             sys.stderr.write(line.ljust(self.width))
             sys.stderr.flush()
 
+    def expect(self, total: int) -> None:
+        """The bytes to come, once the decoder has found them (the frames' recorded sizes,
+        nothing decoded): `decompress_stream` tells a progress that takes them."""
+        self.total = total
+
     def close(self) -> None:
         if self.enabled:
             sys.stderr.write("\r" + " " * max(self.width, 60) + "\r")

@@ -1,6 +1,6 @@
 """Decompression: whole streams (frames decoded several at once where src can seek), the
 incremental `ShazipDecompressor`, one frame alone (frames at once, a Dask task); every block
-verified before it is given, every frame checked in its place in its output (format/chain.py)."""
+verified before it is given, every frame checked in its place in its output (format/frames.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import zlib
 from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from ..errors import ChecksumMismatch, CorruptArchive, ModelError, ShazipError, UnsupportedVersion
-from ..format import crc, seektable
-from ..format.chain import Chain
+from ..format import crc
+from ..format.frames import parse_table
+from ..format.frames import Chain
 from ..format.container import (
-    BLOCK_HEADER_BYTES, MAX_TABLE, OVERRUN, SKIP_MAGIC, STAGED, TABLE_TAG, ArchiveReader, Place, bound_hint,
+    BLOCK_HEADER_BYTES, MAX_TABLE, OVERRUN, SKIP_MAGIC, STAGED, TABLE_TAG, ArchiveReader, Opened, Place, bound_hint,
     first_unit, read_upto, record_length, verify_block,
 )
 from ..format.header import MAX_HEADER, chained, headed
@@ -27,7 +28,8 @@ from .engines import (
     BY_ID, Engines, FloatEngine, IntEngine, LaneBatching, Once, check_replayable, engine_for, engine_threads,
     resolve_model,
 )
-from .frames import Frame, Shares, hand_back, index, ordered_map
+from ..format.frames import Frame, index
+from .frames import Shares, hand_back, ordered_map
 
 R = TypeVar("R")
 
@@ -47,7 +49,7 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
     """The blocks of the output in src (its frames, each an archive, in order), each decoded and
     verified before it is yielded; then, as gzip, xz and zstd do, those of every output that
     follows it (`concatenated`: False refuses anything after the first output). The frames are
-    checked as one chain (chain.py): a frame missing, repeated or from another output, or a
+    checked as one chain (format/frames.py): a frame missing, repeated or from another output, or a
     stream that ends while a frame is awaited, is an error, as is a seek table that does not
     match the frames. `model` overrides the archives' model name; its id must still match each
     archive's. `threads` applies to int8 archives (float32 ones replay the encoder's thread
@@ -57,20 +59,35 @@ def iter_decompress(src: BinaryIO, model: str | LoadedModel | None = None, progr
 
 
 def _decompressed(src: BinaryIO, model: str | LoadedModel | None, progress: Progress | None, hw: Hardware,
-                  concatenated: bool = True, resume: Place | None = None) -> Iterator[bytes]:
-    """`iter_decompress` on what it resolved."""
+                  concatenated: bool = True, resume: Place | None = None,
+                  frames: list[Frame] | None = None) -> Iterator[bytes]:
+    """`iter_decompress` on what it resolved; `frames`: src's, as `index` found them (their
+    headers are not read again)."""
     engines = Engines()  # archives of the same model and engine share one
     chain = Chain(resume)
-    lead = b""
-    while True:
-        reader = ArchiveReader(src, lead, more=True)
+    for reader in _readers(src, frames):
         yield from _frame_blocks(reader, chain, model, progress, hw, engines)
-        lead = reader.after
-        if not lead:
+        if not reader.after:
             chain.close()
             return
         if not concatenated and chain.between_outputs:
             raise CorruptArchive("trailing data after end of archive")
+
+
+def _readers(src: BinaryIO, frames: list[Frame] | None) -> Iterator[ArchiveReader]:
+    """A reader for each archive of src in turn: each opened where the one before ended (its
+    first bytes, read past its end, are the next one's lead), or each at its place in `frames`
+    with its header as the index read it."""
+    if frames is not None:
+        for frame in frames:
+            src.seek(frame.start + frame.opened.length)
+            yield ArchiveReader(src, more=True, opened=frame.opened)
+        return
+    lead = b""
+    while True:
+        reader = ArchiveReader(src, lead, more=True)
+        yield reader
+        lead = reader.after
 
 
 def _frame_blocks(reader: ArchiveReader, chain: Chain, model: str | LoadedModel | None, progress: Progress | None,
@@ -142,7 +159,7 @@ class ShazipDecompressor:
     """Incremental decompression of one output, as `lzma.LZMADecompressor`: `decompress(data)`
     takes archive bytes in any pieces and returns the original bytes of every block completed
     so far, each verified; an output of several frames (archives) is taken whole, its frames
-    checked as one chain (chain.py). `max_length` (>= 0) bounds the bytes one call returns; the
+    checked as one chain (format/frames.py). `max_length` (>= 0) bounds the bytes one call returns; the
     rest waits for the next call (`needs_input` is then false: call again, with b"" if need be).
     `eof` is true once the output's end was read and all of it returned; whatever came after it
     is `unused_data` (in a concatenation, the next output: give it to a new decompressor), and a
@@ -246,7 +263,7 @@ class ShazipDecompressor:
         del self._buf[:n]
         self._skip -= n
         if not self._skip:
-            if self._kept is not None and self._kept.endswith(TABLE_TAG) and seektable.parse(bytes(self._kept)) is None:
+            if self._kept is not None and self._kept.endswith(TABLE_TAG) and parse_table(bytes(self._kept)) is None:
                 raise CorruptArchive("the seek table is damaged")
             self._done, self._kept, self.unused_data = True, None, bytes(self._buf)
             self._buf.clear()
@@ -306,12 +323,14 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
     out among them (`frames.Shares`; on a GPU: each with its engine there, its stage on a
     core); its structure is checked first, so a damaged one fails before anything is written."""
     hw = Hardware.of(threads, device)
-    if concatenated and hw.threads > 1:
-        frames = index(src, MAX_FRAME_IN_MEMORY)
-        if frames is not None and len(frames) > 1:
-            return _decoded_at_once(src, frames, dst, model, progress, hw)
+    expect = getattr(progress, "expect", None)  # a progress bar, told the total where it can be had
+    frames = index(src, MAX_FRAME_IN_MEMORY) if concatenated and (hw.threads > 1 or expect) else None
+    if frames is not None and expect is not None:
+        expect(sum(f.decoded for f in frames))
+    if frames is not None and len(frames) > 1 and hw.threads > 1:
+        return _decoded_at_once(src, frames, dst, model, progress, hw)
     total = 0
-    for block in _decompressed(src, model, progress, hw, concatenated):
+    for block in _decompressed(src, model, progress, hw, concatenated, frames=frames):
         dst.write(block)
         total += len(block)
     return total
@@ -338,7 +357,7 @@ def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: s
             src.seek(frame.start)
             archive = read_upto(src, frame.end - frame.start)
         with shares.frame(worker):
-            return _frame_decoded(archive, frame.place, model, report, hw, engines[worker])
+            return _frame_decoded(archive, frame.place, model, report, hw, engines[worker], frame.opened)
 
     total = 0
     for block in linked(frames, ordered_map(one, frames, shares.workers)):
@@ -350,15 +369,18 @@ def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: s
 def decode_frame(archive: bytes, place: Place, model: str | LoadedModel | None, progress: Progress | None = None,
                  device: str = "cpu") -> list[bytes]:
     """The blocks of one frame decoded alone (frames at once, a Dask task), each verified; the
-    frame must stand at `place`, where `frames.index` found it. Its link to the frame before is
+    frame must stand at `place`, where `format.frames.index` found it. Its link to the frame before is
     the caller's to check, in order (`linked`)."""
     return _frame_decoded(archive, place, model, progress, Hardware.of(1, device), Engines())
 
 
 def _frame_decoded(archive: bytes, place: Place, model: str | LoadedModel | None, progress: Progress | None,
-                   hw: Hardware, engines: Engines) -> list[bytes]:
-    """`decode_frame` on what it resolved, with `engines` (by archive kind) to use or keep."""
-    reader = ArchiveReader(io.BytesIO(archive))
+                   hw: Hardware, engines: Engines, opened: Opened | None = None) -> list[bytes]:
+    """`decode_frame` on what it resolved, with `engines` (by archive kind) to use or keep;
+    `opened`: its header as the index read it (not parsed again)."""
+    src = io.BytesIO(archive)
+    src.seek(0 if opened is None else opened.length)
+    reader = ArchiveReader(src, opened=opened)
     blocks = list(archive_blocks(reader, model, progress, hw, engines))
     if reader.place() != place:
         raise CorruptArchive(f"frame {place.index} changed while it was read")
@@ -366,7 +388,7 @@ def _frame_decoded(archive: bytes, place: Place, model: str | LoadedModel | None
 
 
 def linked(frames: list[Frame], decoded: Iterable[list[bytes]]) -> Iterator[bytes]:
-    """The blocks of `frames` (from `frames.index`, their places checked), decoded apart and
+    """The blocks of `frames` (from `format.frames.index`, their places checked), decoded apart and
     given in order, each frame's only once its link to the one before holds."""
     chain = Chain()
     for frame, blocks in zip(frames, decoded):

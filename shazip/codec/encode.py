@@ -1,6 +1,6 @@
 """Compression: a `Compressor` (the model read once, the engine built once) and the incremental
 `ShazipCompressor`, frames made one after the other or several at once, each an archive tied to
-the one before (format/chain.py); the stage's parameters a level chooses for an input."""
+the one before (format/frames.py); the stage's parameters a level chooses for an input."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import zlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator
 
-from ..format import seektable
+from ..format.frames import pack_table
 from ..format.container import ALL_METHODS, ArchiveWriter, Method, Place, read_upto
 from ..format.header import COMPACT, MAX_BLOCK_SIZE, Header, headed
 from ..errors import UsageError
@@ -120,7 +120,7 @@ class Compressor:
     tried (e.g. {Method.MIXED} to measure the model). `frame_size`: input bytes per frame (a
     whole number of blocks, rounded up; 0: one archive however long the input; None: 16 MiB on
     the CPU, 2 MiB on a GPU, options.GPU_FRAME_SIZE says why), each an
-    archive of its own tied to the frame before it (chain.py), so that `compress_stream` makes
+    archive of its own tied to the frame before it (format/frames.py), so that `compress_stream` makes
     `threads` frames at once with the int8 engine on the CPU; the bytes do not depend on
     `threads`. The float32 engine writes one archive (its format has no frame fields)."""
 
@@ -238,7 +238,7 @@ class Compressor:
             sizes.append((sum(map(len, parts)), n))
             if own is not None:
                 stats.merge(own)
-        dst.write(seektable.pack(sizes))
+        dst.write(pack_table(sizes))
         return sum(n for _, n in sizes)
 
     def _frame_engine(self, worker: int) -> Once:
@@ -269,7 +269,7 @@ class Compressor:
 
 
 def placed(frames: Iterator[bytes], block_size: int) -> Iterator[tuple[bytes, Place]]:
-    """Each frame of an output with its place (chain.py): its index, the output's id (the crc
+    """Each frame of an output with its place (format/frames.py): its index, the output's id (the crc
     of its first block), the crc of the frame before it, and whether more follow (known by
     reading one frame ahead)."""
     output_id = link = 0
@@ -289,7 +289,7 @@ class ShazipCompressor:
     archive bytes are ready (a block is coded once `block_size` bytes have come), `flush()`
     codes the rest and ends the archive. The bytes equal one-shot compression's. An input longer
     than the compressor's frame size becomes one archive per frame, one after the other, each
-    tied to the one before (chain.py): a frame's end waits for the next input or `flush()`,
+    tied to the one before (format/frames.py): a frame's end waits for the next input or `flush()`,
     which tell whether more frames follow.
 
     `level`: a level (`ShazipCompressor(9)`, as `zlib.compressobj(9)`) with `options` as
@@ -397,7 +397,7 @@ class ShazipCompressor:
             self._start(b"", 0)
         if self._writer is not None:
             self._end_frame(self._last_more)
-        self._out.write(seektable.pack(self._frames))
+        self._out.write(pack_table(self._frames))
         return self._drain()
 
 

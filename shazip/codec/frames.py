@@ -2,13 +2,13 @@
 
 A frame is a complete archive (its own header and adaptive stage) of `frame_size` bytes of the
 input; a framed input is the concatenation of its frames (docs/format.md), tied in one chain by
-their headers and trailers (chain.py). Frames share no coding state, so `-T N` codes up to N of
+their headers and trailers (format/frames.py). Frames share no coding state, so `-T N` codes up to N of
 them at once, on threads over the native core (it releases the GIL for the whole block loop),
 each frame on its share of them (`Shares`: more than one thread where the frames are fewer than
 the threads, or outlast the others): the bytes written depend on neither. The parts here know
 nothing of the codec: an ordered map over a bounded number of workers, how the threads are
-shared out, and where each archive of a seekable file lies (from the seek table at its end,
-seektable.py, each entry confirmed by its frame, or from the archives' structure).
+shared out, and the memory the workers held handed back; where each archive of a seekable file
+lies is format/frames.py's.
 """
 
 from __future__ import annotations
@@ -18,14 +18,9 @@ import sys
 import threading
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError
-from typing import BinaryIO, Callable, Iterable, Iterator, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
-from ..errors import ArchiveError
-from ..format import crc, seektable
-from ..format.chain import Chain
-from ..format.container import ArchiveReader, Place, frame_ends
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -157,116 +152,3 @@ def _result(future: Future[R]) -> R:
             return future.result(timeout=0.1)
         except TimeoutError:
             continue
-
-
-@dataclass(frozen=True)
-class Frame:
-    """Where one archive (frame) lies: bytes [start, end) of the file, `decoded` bytes of data,
-    and its place in its output."""
-
-    start: int
-    end: int
-    decoded: int
-    place: Place
-
-
-def index(src: BinaryIO, limit: int | None = None) -> list[Frame] | None:
-    """The archives (frames) of a seekable src from where it stands, then back there. From the
-    seek table at its end when there is one that covers them and that every frame confirms
-    (its two ends read: its size, index, output and whether more follow, in one chain); else
-    from the archives' structure (`scan`), where a damaged archive, a frame missing, repeated
-    or foreign, or a seek table that disagrees with the frames raises, as the streaming decoder
-    would, before anything is written. For a reader that decodes the frames it finds, each
-    proving itself; one that decodes a frame alone (a seek) takes `scan`'s. None where the
-    frames cannot be had cheaply: src cannot seek, or an archive is larger than `limit` bytes
-    (one old unframed archive: it streams instead of being held in memory)."""
-    try:
-        if not src.seekable():
-            return None
-        start = src.tell()
-    except (AttributeError, OSError, ValueError):
-        return None
-    try:
-        frames = _from_table(src, start)
-        if frames is None:
-            src.seek(start)
-            frames = _scanned(src, start, limit)
-        if frames is not None and limit is not None and any(f.end - f.start > limit for f in frames):
-            return None
-        return frames
-    finally:
-        src.seek(start)
-
-
-def _from_table(src: BinaryIO, start: int) -> list[Frame] | None:
-    """The frames the seek table lists, each confirmed by its own ends; None (scan them
-    instead) where one does not."""
-    table = seektable.read(src, start)
-    if not table:
-        return None
-    frames, at, chain = [], start, Chain()
-    try:
-        for size, decoded in table:
-            ends = frame_ends(src, at, at + size)
-            if ends is None or ends.decoded != decoded:
-                return None
-            chain.begin(ends.place)
-            chain.end(ends.place, size, decoded)
-            frames.append(Frame(at, at + size, decoded, ends.place))
-            at += size
-        chain.close()
-    except ArchiveError:
-        return None  # the table does not lead to one chain of frames
-    return frames
-
-
-def _scanned(src: BinaryIO, start: int, limit: int | None) -> list[Frame] | None:
-    try:
-        return list(scan(src, start, limit))
-    except _TooLarge:
-        return None
-
-
-class _TooLarge(Exception):
-    """An archive longer than the scan's limit."""
-
-
-def scan(src: BinaryIO, start: int, limit: int | None = None) -> Iterator[Frame]:
-    """The frames of src, which stands at `start`, each proven before it is given: its
-    structure and every checksum (chained in format 4: its trailer's too), its place in one
-    chain of frames, and its link to the frame before (the crc of that frame's data, worked out
-    from its blocks' crcs); the seek table at the end checked against them. Nothing is decoded.
-    A reader that decodes a frame alone (a seek) has nothing else to prove it by, so it takes
-    its frames from here, as far as it needs; the file position is the scan's between frames."""
-    lead, at, chain = b"", start, Chain()
-    while True:
-        reader = ArchiveReader(src, lead, more=True)
-        chain.begin(reader.place())
-        data_crc = 0  # the crc of the frame's data, from its blocks' (the next frame's link)
-        for bh, _ in reader.blocks():
-            if limit is not None and reader.bytes_read > limit:
-                raise _TooLarge
-            data_crc = crc.combine(data_crc, bh.data_crc, bh.orig_len)
-        end = at + reader.bytes_read - len(reader.after) - reader.skipped  # the seek table is no frame's
-        chain.end(reader.place(), end - at, reader.trailer.total_len, data_crc, reader.skipped)
-        if reader.table is not None:
-            chain.table(reader.table)
-        if not reader.after:
-            chain.close()
-        yield Frame(at, end, reader.trailer.total_len, reader.place())
-        if not reader.after:
-            return
-        at, lead = end + reader.skipped, reader.after
-
-
-def declared_size(src: BinaryIO) -> int | None:
-    """The decoded size the archives in src record (every frame's, for a framed input), for a
-    progress bar's % and ETA, from the seek table or the structure (`index`: nothing decoded).
-    None where it cannot be had surely: a pipe, a damaged archive, not an archive. Puts the
-    position back, so the decoder sees the input untouched; it, not this glance, reports what is
-    wrong."""
-    try:
-        frames = index(src)
-    except (ArchiveError, OSError, ValueError):  # a device may say it seeks and then fail: a glance is worth no error
-        return None
-    return None if frames is None else sum(f.decoded for f in frames)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import ArchiveError
-from ..format.chain import Chain
+from ..format.frames import Chain
 from ..format.container import ArchiveReader
 from ..format.header import MAGIC
 from ..modelfile import LoadedModel

@@ -36,7 +36,7 @@ from .header import (
 )
 
 # A skippable frame ("SHZ\x8a" | length u32 | content) may follow any archive of a stream; every
-# reader passes over it unread. shazip writes one, the seek table (seektable.py), after the last
+# reader passes over it unread. shazip writes one, the seek table (frames.py), after the last
 # frame of a framed output; whatever else one holds is for other tools.
 SKIP_MAGIC: bytes = b"SHZ\x8a"
 # Every format bounds the work a block may ask for (formats 1-3 since shazip 0.21, so that no header
@@ -70,7 +70,7 @@ OTHER_FORMATS = ((b"\x1f\x8b", "gzip"), (b"\xfd7zX", "xz"), (b"\x28\xb5\x2f\xfd"
 _TAG_BLOCK = 0xB1
 _TAG_TRAILER = 0xE0
 _TAG_MORE = 0xE1  # format 4: the trailer of a frame that more frames of its output follow
-# The seek table's tag (its skippable frame's last bytes, seektable.py); a skippable frame of at most
+# The seek table's tag (its skippable frame's last bytes, frames.py); a skippable frame of at most
 # MAX_TABLE bytes (a table of 4 Mi frames) that ends with it is kept by readers, to be checked.
 TABLE_TAG = b"SHZ\x8b"
 MAX_TABLE = 1 << 26
@@ -113,7 +113,7 @@ def skippable(content: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class Place:
-    """Where an archive stands among the frames of its output (chain.py states the rules).
+    """Where an archive stands among the frames of its output (frames.py states the rules).
     Every archive of formats 1-3, and every one-frame output, is frame 0 with nothing after."""
 
     index: int  # 0: an output's first frame
@@ -405,8 +405,19 @@ def read_upto(src: BinaryIO, n: int) -> bytes:
     return b"".join(chunks)
 
 
+@dataclass(frozen=True)
+class Opened:
+    """An archive's header as a reader read it, and the bytes it took (magic and version
+    included): a reader given it (`ArchiveReader(opened=)`) starts after the header without
+    reading or parsing it again."""
+
+    parsed: Parsed
+    length: int
+
+
 class ArchiveReader:
-    """Reads and validates the header at construction; blocks() streams the rest once, in order.
+    """Reads and validates the header at construction (or takes it as read: `opened`, src then
+    standing just after it); blocks() streams the rest once, in order.
 
     Never seeks, and tolerates short reads, so src may be a pipe.
 
@@ -417,7 +428,7 @@ class ArchiveReader:
     Skippable frames after the archive (a seek table) are read past; `skipped` counts their bytes.
     """
 
-    def __init__(self, src: BinaryIO, lead: bytes = b"", more: bool = False) -> None:
+    def __init__(self, src: BinaryIO, lead: bytes = b"", more: bool = False, opened: Opened | None = None) -> None:
         self.bytes_read = 0
         self.trailer: Trailer | None = None  # set once blocks() has been fully consumed
         self.after = b""
@@ -430,7 +441,12 @@ class ArchiveReader:
         self._first_crc = 0  # the first block's data_crc: an output's id, for its first frame
         self.more: bool | None = None  # format 4: frames of this output follow (known at its end)
         self.table: bytes | None = None  # the skippable frame after it that holds a seek table (`_end`)
-        self.header = self._read_header()
+        if opened is None:
+            opened = Opened(self._read_header(), self.bytes_read)
+        else:
+            self.bytes_read = opened.length
+        self.opened = opened
+        self.header = self._take(opened.parsed)
 
     def _read_upto(self, n: int) -> bytes:
         lead, self._lead = self._lead[:n], self._lead[n:]
@@ -467,7 +483,7 @@ class ArchiveReader:
             raise Truncated(f"archive is truncated ({what})")
         return data
 
-    def _read_header(self) -> Header:
+    def _read_header(self) -> Parsed:
         follows = bool(self._lead)  # another archive came before this one
         magic = self._read_upto(len(MAGIC))
         if magic != MAGIC and follows:
@@ -483,7 +499,11 @@ class ArchiveReader:
                 f"archive format version {version} is not supported "
                 f"(this shazip reads versions {', '.join(map(str, FORMAT_VERSIONS))})"
             )
-        parsed = parse(lambda n: self._read(n, "reading header"), version)
+        return parse(lambda n: self._read(n, "reading header"), version)
+
+    def _take(self, parsed: Parsed) -> Header:
+        """The reader's state from its archive's header."""
+        version = parsed.header.format_version
         self._solo, self._empty = _solo_block(parsed), parsed.empty
         self._chain = parsed.crc if chained(version) else 0
         if self._solo is not None:
@@ -581,10 +601,12 @@ class ArchiveReader:
 
 @dataclass(frozen=True)
 class Ends:
-    """What an archive's ends say of it (`frame_ends`): its decoded size and its place."""
+    """What an archive's ends say of it (`frame_ends`): its decoded size and its place, and its
+    header as read."""
 
     decoded: int
     place: Place
+    opened: Opened
 
 
 def frame_ends(src: BinaryIO, start: int, end: int) -> Ends | None:
@@ -598,9 +620,9 @@ def frame_ends(src: BinaryIO, start: int, end: int) -> Ends | None:
         reader = ArchiveReader(src)  # reads the header only
         if reader._solo is not None:
             ok = reader.bytes_read + reader._solo.payload_len == end - start
-            return Ends(reader._solo.orig_len, reader.place()) if ok else None
+            return Ends(reader._solo.orig_len, reader.place(), reader.opened) if ok else None
         if reader._empty:
-            return Ends(0, reader.place()) if reader.bytes_read == end - start else None
+            return Ends(0, reader.place(), reader.opened) if reader.bytes_read == end - start else None
         if end - start - reader.bytes_read < BLOCK_HEADER_BYTES + TRAILER_BYTES:
             return None
         tag = reader._read(1, "reading block 0 header")
@@ -618,7 +640,7 @@ def frame_ends(src: BinaryIO, start: int, end: int) -> Ends | None:
                                                        or raw[0] == _TAG_MORE):
         return None  # (format 4's crc needs the chain of every record before it: the decoder checks it)
     reader.more = raw[0] == _TAG_MORE
-    return Ends(_TRAILER.unpack(body)[2], reader.place())
+    return Ends(_TRAILER.unpack(body)[2], reader.place(), reader.opened)
 
 
 def verify_block(bh: BlockHeader, original: bytes) -> None:

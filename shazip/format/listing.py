@@ -1,7 +1,7 @@
 """What a stream of archives holds, read and checked without decoding (`shazip -l`, `shazip info`).
 
 Every header, block header and trailer is read and checked, and the frames are taken through
-one chain (chain.py), as the decoder takes them, so that a listing of a damaged stream, or of
+one chain (format/frames.py), as the decoder takes them, so that a listing of a damaged stream, or of
 one cut at a frame boundary, fails as decoding it would; no payload is decoded.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, BinaryIO
 
-from .chain import Chain
+from .frames import Chain
 from .container import ArchiveReader
 
 
