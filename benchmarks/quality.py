@@ -26,7 +26,8 @@ import torch.nn.functional as F
 import shazip
 from shazip.codec.block import CodingStats, lane_lengths, model_encode
 from shazip.codec.engines import IntEngine
-from shazip.format.container import ArchiveWriter, Method
+from shazip.format.container import Method
+from shazip.format.writer import ArchiveWriter
 from shazip.format.header import Header
 from shazip.modelfile import LoadedModel, load_model
 

@@ -17,7 +17,8 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from shazip.format.container import ArchiveReader, Method
+from shazip.format.container import Method
+from shazip.format.reader import ArchiveReader
 from shazip.format.header import COMPACT, chained
 
 # offsets within the records, as laid out in shazip/format/container.py

@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 import shazip
 from shazip.codec.block import LANE_FLOOR, MIN_LANE, lane_lengths
 from shazip.errors import ChecksumMismatch, CorruptArchive, ModelError, ShazipError
-from shazip.format.container import ArchiveReader, Method
+from shazip.format.container import Method
+from shazip.format.reader import ArchiveReader
 from shazip.options import LONG_LANES, SPLIT_LANES
 from shazip.stage.adaptive import PARAMS_BYTES, VERSION
 

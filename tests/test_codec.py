@@ -19,7 +19,8 @@ from shazip import core
 from shazip.codec.block import LANE_FLOOR, MIN_LANE, effective_lanes, encode_block, lane_lengths
 from shazip.codec.engines import IntEngine
 from shazip.errors import ChecksumMismatch, CorruptArchive, ShazipError
-from shazip.format.container import CODED, ArchiveReader, Method
+from shazip.format.container import CODED, Method
+from shazip.format.reader import ArchiveReader
 from shazip.format.listing import describe
 from shazip.options import (
     DEFAULT_LANES, DEFAULT_LEVEL, LEVELS, LONG_LANES, MAX_LANES, MIN_LANE_GPU, ONE_LANE, LanePolicy, lane_policy,

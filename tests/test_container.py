@@ -18,9 +18,9 @@ from shazip.errors import (
     Truncated,
     UnsupportedVersion,
 )
-from shazip.format.container import (
-    STAGED, ArchiveReader, ArchiveWriter, BlockHeader, Method, Trailer, first_unit, verify_block,
-)
+from shazip.format.container import STAGED, BlockHeader, Method, Trailer, verify_block
+from shazip.format.reader import ArchiveReader, first_unit
+from shazip.format.writer import ArchiveWriter
 from shazip.format.header import FORMAT_VERSIONS, MAGIC, MAX_HEADER, MAX_BLOCK_SIZE, Header
 from shazip.format.listing import describe
 

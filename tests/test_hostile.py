@@ -254,7 +254,7 @@ def test_a_forged_block_of_zeros_claiming_megabytes_is_refused_at_once(text):
     whose payload is 240 zero bytes took minutes to refuse (the stage decodes zeros as bytes
     0xFF for ever); where its crc is that of such bytes, it is a valid archive and decodes."""
     from dataclasses import replace
-    from shazip.format.container import ArchiveReader
+    from shazip.format.reader import ArchiveReader
     reader = ArchiveReader(io.BytesIO(shazip.compress(text[:5000], 6, block_size=16 << 20)))
     assert reader._solo is not None and reader._solo.method.name == "MIXED"
     forged = reader.header.pack(replace(reader._solo, orig_len=16 << 20, payload_len=240, data_crc=12345)) + bytes(240)
@@ -274,7 +274,7 @@ def test_a_forged_payload_that_decodes_cheaply_is_refused_at_its_head(text, byte
     crc failed: each decision came ever cheaper. Format 5's head check refuses such a payload once
     the block's first few KB are decoded."""
     from dataclasses import replace
-    from shazip.format.container import ArchiveReader
+    from shazip.format.reader import ArchiveReader
     reader = ArchiveReader(io.BytesIO(shazip.compress(text[:5000], 6, block_size=16 << 20)))
     assert reader.header.format_version == 5
     forged = reader.header.pack(replace(reader._solo, orig_len=4 << 20, payload_len=240, data_crc=12345))

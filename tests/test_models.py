@@ -166,7 +166,7 @@ def test_archives_of_an_earlier_default_decode_after_a_new_one_ships(tmp_path, m
     monkeypatch.setattr(modelfile, "BUNDLED_DIR", tmp_path)
     modelfile.bundle_model(random_model_path, "default", into=tmp_path)
     data = text[:3000]
-    from shazip.format.container import Method  # model-coded blocks (stored ones would decode without any model)
+    from shazip.format.container import Method  # model-coded blocks (stored ones would decode without any model
     archives = [shazip.compress(data, adapt="none", lanes=2, methods=frozenset({Method.MODEL})),
                 shazip.compress(data, lanes=2, methods=frozenset({Method.MIXED}))]
     assert archives[0][4] == archives[1][4] == 5

@@ -23,7 +23,8 @@ from shazip.codec.block import model_encode
 from shazip.codec.engines import IntEngine, TwinEngine
 from shazip.config import get_config
 from shazip.errors import ModelError
-from shazip.format.container import ArchiveReader, Method
+from shazip.format.container import Method
+from shazip.format.reader import ArchiveReader
 from shazip.model import SHARNN
 from shazip.modelfile import load_model
 

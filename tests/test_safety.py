@@ -270,12 +270,13 @@ def test_a_claim_no_payload_could_hold_is_refused_at_once():
     largest tables. Format 4's payload floor (every binary decision costs some bits) refuses it
     before anything is allocated or decoded."""
     from shazip.stage.adaptive import AdaptiveParams
-    from shazip.format.container import ArchiveWriter, Method, _block_problem
+    from shazip.format.container import Method, block_problem
+    from shazip.format.writer import ArchiveWriter
     from shazip.format.header import Header
     header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=1 << 28,
                     lanes=1024, adapt_version=1, adapt_params=AdaptiveParams().pack())
     assert header.format_version == 5
-    problem = _block_problem(0, header, 0, Method.MIXED, 1024, 1 << 28, 12)
+    problem = block_problem(0, header, 0, Method.MIXED, 1024, 1 << 28, 12)
     assert problem and "too short" in problem
     with pytest.raises(ValueError, match="too short"):  # the writer shares the rule: it never writes one
         ArchiveWriter(io.BytesIO(), header).add_block(Method.MIXED, 1024, b"\0" * (1 << 28), b"x" * 12)
@@ -313,7 +314,8 @@ def test_an_old_format_cut_payload_stops_when_its_bytes_run_out(trained):
     """Format 3 (golden-mixed-v3.shz) with a block's payload cut short, its crcs sealed again:
     the decoder stops a few bytes past the payload, as in format 4."""
     from pathlib import Path
-    from shazip.format.container import ArchiveReader, ArchiveWriter
+    from shazip.format.reader import ArchiveReader
+    from shazip.format.writer import ArchiveWriter
     golden = (Path(__file__).parent / "data" / "golden-mixed-v3.shz").read_bytes()
     data = shazip.decompress(golden, model=trained)
     reader = ArchiveReader(io.BytesIO(golden))
@@ -335,7 +337,8 @@ def test_a_cut_payload_stops_when_its_bytes_run_out(trained, text):
     the claim and failing at the checksum. (Cut within a few dozen bytes of its end, a payload
     may hold out: the stage soon predicts the garbage that zeros decode to, so the rest costs
     fewer bytes than the allowance, and the checksum catches it.)"""
-    from shazip.format.container import ArchiveReader, ArchiveWriter
+    from shazip.format.reader import ArchiveReader
+    from shazip.format.writer import ArchiveWriter
     data = text[:40000]
     blob = shazip.compress(data, model=trained, lanes=1, block_size=len(data))
     reader = ArchiveReader(io.BytesIO(blob))
@@ -350,7 +353,8 @@ def test_a_cut_payload_stops_when_its_bytes_run_out(trained, text):
 
 
 def test_format_4_has_no_model_blocks(trained):
-    from shazip.format.container import ArchiveWriter, Method
+    from shazip.format.container import Method
+    from shazip.format.writer import ArchiveWriter
     from shazip.format.header import Header
     header = Header(engine=1, engine_version=1, threads=0, model_id=bytes(32), model_name="", block_size=100,
                     lanes=1, adapt_version=1, adapt_params=b"")

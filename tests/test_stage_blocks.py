@@ -15,7 +15,9 @@ from shazip.codec import kind
 from shazip.codec.block import encode_block
 from shazip.codec.engines import IntEngine
 from shazip.errors import CorruptArchive
-from shazip.format.container import ArchiveReader, ArchiveWriter, Method
+from shazip.format.container import Method
+from shazip.format.reader import ArchiveReader
+from shazip.format.writer import ArchiveWriter
 from shazip.format.header import Header, Solo
 from shazip.options import LanePolicy
 from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage

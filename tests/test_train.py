@@ -32,7 +32,8 @@ from safetensors.torch import load_file
 import shazip
 from shazip import quant
 from shazip.cli import main
-from shazip.format.container import ArchiveReader, Method
+from shazip.format.container import Method
+from shazip.format.reader import ArchiveReader
 from shazip.modelfile import load_model
 from shazip.train import checkpoint as pieces
 from shazip.train.data import ByteStreams, Corpus

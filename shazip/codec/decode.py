@@ -13,13 +13,12 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, TypeVa
 
 from ..errors import ChecksumMismatch, CorruptArchive, ModelError, ShazipError, UnsupportedVersion
 from ..format import crc
-from ..format.frames import parse_table
-from ..format.frames import Chain
 from ..format.container import (
-    BLOCK_HEADER_BYTES, MAX_TABLE, OVERRUN, SKIP_MAGIC, STAGED, TABLE_TAG, ArchiveReader, Opened, Place, bound_hint,
-    first_unit, read_upto, record_length, verify_block,
+    BLOCK_HEADER_BYTES, MAX_TABLE, OVERRUN, SKIP_MAGIC, STAGED, TABLE_TAG, Place, bound_hint, verify_block,
 )
+from ..format.frames import Chain, Frame, index, parse_table
 from ..format.header import MAX_HEADER, chained, headed
+from ..format.reader import ArchiveReader, Opened, first_unit, read_upto, record_length
 from ..hardware import Hardware, available_cores
 from ..modelfile import LoadedModel, find_model, model_label
 from ..options import MAX_FRAME_IN_MEMORY
@@ -28,7 +27,6 @@ from .engines import (
     BY_ID, Engines, FloatEngine, IntEngine, LaneBatching, Once, check_replayable, engine_for, engine_threads,
     resolve_model,
 )
-from ..format.frames import Frame, index
 from .frames import Shares, hand_back, ordered_map
 
 R = TypeVar("R")

@@ -13,7 +13,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator
 
 from ..format.frames import pack_table
-from ..format.container import ALL_METHODS, ArchiveWriter, Method, Place, read_upto
+from ..format.container import ALL_METHODS, Method, Place
+from ..format.reader import read_upto
+from ..format.writer import ArchiveWriter
 from ..format.header import COMPACT, MAX_BLOCK_SIZE, Header, headed
 from ..errors import UsageError
 from ..modelfile import LoadedModel, stored_name

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import ArchiveError
 from ..format.frames import Chain
-from ..format.container import ArchiveReader
+from ..format.reader import ArchiveReader
 from ..format.header import MAGIC
 from ..modelfile import LoadedModel
 from .decode import archive_blocks, memory_back

@@ -24,7 +24,7 @@ frame's archive size and decoded size, found from the file's last bytes, as in z
 format. A reader that seeks (`shazip.open`) or splits the work (`-T N`, Dask) reads it instead
 of the whole structure. It travels in a skippable frame, which every stream reader passes over:
 readers that know nothing of it lose nothing, and a table is only ever an index - each frame it
-points to is checked at its two ends (`container.frame_ends`) before it is trusted, and each
+points to is checked at its two ends (`reader.frame_ends`) before it is trusted, and each
 block is verified as it is decoded.
 
     skippable frame = "SHZ\\x8a" | length u32 | content                 (container.skippable)
@@ -48,8 +48,8 @@ from typing import BinaryIO, Iterator, Sequence
 
 from ..errors import ArchiveError, CorruptArchive, Truncated
 from . import crc
-from .container import (MAX_TABLE, SKIP_MAGIC, TABLE_TAG as TAG, ArchiveReader, Opened, Place, frame_ends, read_upto,
-                        skippable)
+from .container import MAX_TABLE, SKIP_MAGIC, TABLE_TAG as TAG, Place, skippable
+from .reader import ArchiveReader, Opened, frame_ends, read_upto
 
 _ENTRY = struct.Struct("<QQ")  # archive_bytes, decoded_bytes
 _FOOTER = struct.Struct("<II4s")  # n_frames, crc, TAG

@@ -18,8 +18,8 @@ and an input of one block framed in the header itself (38 bytes in all for a 4 K
 most, against 108 in format 2); format 4 is format 3 with its checksums chained (`chained`) and
 frames; format 5 (written today for every archive of the int8 engine) is format 4 with one more
 block method, `stage` (container.Method). Archives of the float32 engine are still written as
-format 1, byte for byte as 0.3 did. The records that follow a header, and the reading and
-writing of whole archives, are container.py's.
+format 1, byte for byte as 0.3 did. The records that follow a header are container.py's; the
+reading and writing of whole archives reader.py's and writer.py's.
 """
 
 import struct

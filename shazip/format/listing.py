@@ -11,7 +11,7 @@ from dataclasses import asdict
 from typing import Any, BinaryIO
 
 from .frames import Chain
-from .container import ArchiveReader
+from .reader import ArchiveReader
 
 
 def describe(src: BinaryIO) -> list[dict[str, Any]]:
