@@ -116,7 +116,7 @@ def test_suite_table(tmp_path, text):
     (d / "a.xml").write_bytes(text[:3000])
     (d / "b.xml").write_bytes(text[3000:5000])
     p = subprocess.run([sys.executable, "-m", "shazip", "bench", "--suite", str(d), "--model", str(TRAINED),
-                        "--lanes", "2", "--level", "2", "--out", str(tmp_path / "out")],
+                        "--lanes", "2", "-2", "--out", str(tmp_path / "out")],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     r = json.loads((tmp_path / "out" / "suite.json").read_text())

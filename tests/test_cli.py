@@ -799,6 +799,23 @@ def test_help_lists_every_option_in_80_columns():
         assert f"\n  {name} " in r.stdout, name
 
 
+def test_every_option_is_one_row_of_the_table():
+    """The file command's options are flags.py's rows, in order, and the tools' commands that
+    take one of them take it from there: the same names and help (only a default may differ)."""
+    from shazip.cli import FILES
+    from shazip.cli.flags import BY_DEST, FLAGS
+    files = [p for p in main.commands[FILES].params if isinstance(p, click.Option)]
+    assert [(p.name, p.opts, p.help) for p in files] == [(p.name, p.opts, p.help) for f in FLAGS for p in f.params()]
+    for name in ("compress", "decompress"):
+        assert [p.opts for p in main.commands[name].params] == [p.opts for p in main.commands[FILES].params
+                                                                if p.name != "mode"]
+    bench = main.get_command(None, "bench")
+    shared = [p for p in bench.params if p.name in BY_DEST]
+    assert {p.name for p in shared} == {"model", "lanes", "threads", "adapt", "level"}
+    for p in shared:
+        assert (p.opts, p.help) in [(q.opts, q.help) for q in BY_DEST[p.name].params()], p.name
+
+
 def test_a_level_past_nine_is_named():
     r = run("-10", "x")
     assert r.exit_code == 2 and "no such level: -10 (the levels are -1 .. -9)" in r.stderr

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
+from ..cli.flags import flag
 from ..cli.io import run_command
 from .enwik8 import ENWIK8_URL
 from .enwik8 import fetch_enwik8 as fetch
 from ..errors import UsageError
-from ..options import DEFAULT_LEVEL
 from .hutter import core_source
 from .report import markdown, suite_markdown
 from .runner import SPLITS, Setup
@@ -25,13 +25,11 @@ from .runner import bench_suite as run_suite
 @click.option("--split", type=click.Choice(list(SPLITS)), default="all", show_default=True,
               help="enwik8's standard split: first 90M train, 5M valid, last 5M test.")
 @click.option("--limit", type=int, default=None, help="Only the first N bytes (of the split).")
-@click.option("--model", help="Bundled model name or model file (default: the level's).")
-@click.option("--lanes", default=0, show_default=True, help="shazip's lanes per block (0: its automatic choice).")
-@click.option("--threads", default=1, show_default=True, help="CPU threads for shazip.")
-@click.option("--adapt", type=click.Choice(["cm", "none"]), default="cm", show_default=True,
-              help="shazip's adaptive stage (none: the model alone).")
-@click.option("--level", type=click.IntRange(1, 9), default=DEFAULT_LEVEL, show_default=True,
-              help="shazip's compression level (-1 .. -9).")
+@flag("model")
+@flag("lanes")
+@flag("threads", default=1)
+@flag("adapt", default="cm")
+@flag("level")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("bench-results"), show_default=True,
               help="Folder for bench.json, bench.md and bench.png.")
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
@@ -41,8 +39,9 @@ def bench(data: Path | None, suite: Path | None, split: str, limit: int | None, 
     """Benchmark shazip beside the classic compressors. zstd, xz, bzip2, gzip, brotli, zpaq, 7-Zip
     PPMd and paq8px (those installed) on one file: sizes, speeds, memory, round trips, model cross-entropy and
     Hutter-style totals; or, with --suite, on every file of a folder. Run it from a source
-    checkout: the totals count the native core's C++ (csrc/). --threads 1 by default (the
-    command line's default is every core), so speeds compare one core with one core."""
+    checkout: the totals count the native core's C++ (csrc/). The level, model, lanes, threads
+    and stage are the file command's options; -T 1 by default (the command line's default is
+    every core), so speeds compare one core with one core."""
 
     def body() -> None:
         if (data is None) == (suite is None):
