@@ -47,7 +47,8 @@ def extension(name: str, sources: list[str]) -> Pybind11Extension:
 
 
 core = extension("shazip._core", [f for f in sorted(glob("csrc/**/*.cpp", recursive=True)) if f not in TESTING])
-testing = extension("shazip._testing", TESTING)
+# the categorical coder's quantized rows are a test's only (the coders compute the entries they need)
+testing = extension("shazip._testing", TESTING + ["csrc/coder/categorical.cpp"])
 
 # build_ext builds this first and links it into the core; its symbols stay hidden in the module.
 # Its own name: as plain "zstd", -lzstd would link a system libzstd.so where libzstd-dev is

@@ -14,7 +14,7 @@ void bind_zstd(py::module_& m);         // csrc/zstd/bind.cpp: the zstd block me
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "shazip's native core: int8 engine, adaptive stage, coders and block loop";
-  m.attr("ABI") = 3;  // what shazip/core.py expects of this build
+  m.attr("ABI") = 4;  // what shazip/core.py expects of this build
   shazip::register_errors(m);  // DataError (damaged data: ValueError), ArgumentError -> ValueError
   bind_model(m);
   bind_categorical(m);

@@ -23,7 +23,7 @@ from .numerics import CONTRACT, TABLES
 if TYPE_CHECKING:
     from .exact import IntWeights, Linear
 
-ABI = 3  # csrc/module.cpp's ABI attribute: bumped with any change to the bindings' shapes
+ABI = 4  # csrc/module.cpp's ABI attribute: bumped with any change to the bindings' shapes
 _module: ModuleType | None = None
 
 

@@ -29,6 +29,7 @@ from shazip.stage.adaptive import EXTRA_FLAGS, MODEL_FLAGS, TABLE_FLAGS, Adaptiv
 from shazip.stage.adaptive import VERSIONS as STAGE_VERSIONS
 
 from archive_damage import flip, payload_spans
+from core_hooks import hooks
 
 MODEL_ONLY = frozenset({Method.MODEL})
 EIGHT = LanePolicy(8, LANE_FLOOR, LANE_FLOOR)  # 8 lanes asked for
@@ -221,12 +222,12 @@ def test_the_model_ahead_of_the_coder_changes_no_byte(trained, text, lanes, thre
     model alone."""
     data = text[:7000]
     engine = IntEngine(trained, threads)
-    job = core.load().Job(engine.model, engine.pool, 3000, lanes, data=data[:3000])
-    assert job.pipelined  # the path this test is about
+    pipelined = hooks().pipelined
+    assert pipelined(core.load().Job(engine.model, engine.pool, 3000, lanes, data=data[:3000]))  # this test's path
     alone = IntEngine(trained, 1)
-    assert not core.load().Job(alone.model, alone.pool, 3000, lanes, data=data[:3000]).pipelined
+    assert not pipelined(core.load().Job(alone.model, alone.pool, 3000, lanes, data=data[:3000]))
     # decoding: the model steps one group of lanes while the stage decodes the other
-    assert core.load().Job(engine.model, engine.pool, 3000, lanes, payload=b"").pipelined == (lanes >= 2)
+    assert pipelined(core.load().Job(engine.model, engine.pool, 3000, lanes, payload=b"")) == (lanes >= 2)
     for adapt, method in (("cm", Method.MIXED), ("none", Method.MODEL)):
         coding = dict(model=trained, lanes=lanes, block_size=3000, adapt=adapt, methods=frozenset({method}))
         one = shazip.compress(data, threads=1, **coding)
@@ -238,19 +239,20 @@ def test_the_model_ahead_of_the_coder_changes_no_byte(trained, text, lanes, thre
 
 @pytest.mark.parametrize("adapt", ["cm", "none"])
 def test_how_far_the_model_runs_ahead_changes_no_byte(trained, text, adapt):
-    """The model runs at most `ring` steps ahead of the coder (16 unless told), and the coder steps
-    the lanes past a cut itself: at any lead, and with the cut drawn at random every step
-    (cut_seed: it moves both ways, to none and to all), on idle cores and on busy ones, the
-    payload is the one coded without the model ahead, with the stage and with the model alone."""
+    """The model runs at most `ring` steps ahead of the coder (16 unless a test's hook sets it),
+    and the coder steps the lanes past a cut itself: at any lead, and with the cut drawn at random
+    every step (cut_seed: it moves both ways, to none and to all), on idle cores and on busy ones,
+    the payload is the one coded without the model ahead, with the stage and with the model alone."""
     data = text[:3000]
 
-    def coded(threads: int, lanes: int, **kw) -> tuple[bool, bytes]:
+    def coded(threads: int, lanes: int, **pipeline) -> tuple[bool, bytes]:
         engine = IntEngine(trained, threads)
         stage = AdaptiveStage(AdaptiveParams().fitted(len(data))).native if adapt == "cm" else None
-        job = core.load().Job(engine.model, engine.pool, len(data), lanes, stage=stage, data=data, **kw)
+        job = core.load().Job(engine.model, engine.pool, len(data), lanes, stage=stage, data=data)
+        hooks().pipeline(job, **pipeline)
         while not job.done:
             job.run(7)
-        return job.pipelined, job.result()
+        return hooks().pipelined(job), job.result()
 
     for lanes in (2, 5):
         alone, payload = coded(1, lanes)
@@ -299,8 +301,9 @@ def test_decoding_in_lane_groups_changes_no_byte(trained, text, adapt, method):
         return core.load().Job(engine.model, engine.pool, 3000, lanes, stage=stage, **kw)
 
     def decoded(threads: int, lanes: int, payload: bytes, seed: int) -> bytes:
-        decoder = job(threads, lanes, payload=payload, cut_seed=seed)
-        assert decoder.pipelined
+        decoder = job(threads, lanes, payload=payload)
+        hooks().pipeline(decoder, cut_seed=seed)
+        assert hooks().pipelined(decoder)
         while not decoder.done:
             decoder.run(11)
         return decoder.result()
@@ -315,7 +318,7 @@ def test_decoding_in_lane_groups_changes_no_byte(trained, text, adapt, method):
             for threads, seed in ((2, 5), (2, 6), (3, 7)):
                 assert decoded(threads, lanes, payload, seed) == data[:3000], (lanes, threads, seed)
     decoder = job(2, 4, payload=b"\x5a" * 40, overrun=0)
-    assert decoder.pipelined
+    assert hooks().pipelined(decoder)
     with pytest.raises(core.load().DataError):
         while not decoder.done:
             decoder.run(3)
@@ -328,15 +331,16 @@ def test_a_job_left_unfinished_stops_its_model_thread(trained, text):
     data = text[:3000]
     engine = IntEngine(trained, 2)
     for steps in (0, 1, 40):
-        job = core.load().Job(engine.model, engine.pool, len(data), 4, data=data, ring=2)
-        assert job.pipelined
+        job = core.load().Job(engine.model, engine.pool, len(data), 4, data=data)
+        hooks().pipeline(job, ring=2)
+        assert hooks().pipelined(job)
         if steps:
             job.run(steps)
         del job
     blob = shazip.compress(data, model=trained, lanes=4, threads=1, adapt="none")
     for steps in (0, 1, 40):  # decoding: the model's thread waits on the coder's group
         job = core.load().Job(engine.model, engine.pool, len(data), 4, payload=blob[-200:])
-        assert job.pipelined
+        assert hooks().pipelined(job)
         try:
             if steps:
                 job.run(steps)

@@ -10,6 +10,7 @@ aarch64 paths."""
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 
@@ -23,6 +24,13 @@ from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 from core_hooks import hooks
 
 PATHS = _core.available_kernels()
+
+
+@functools.cache
+def on(path: str):
+    """A small stage on kernel path `path`: a hook runs one kernel on the path of the stage it is
+    given (the core's own tables of kernels, nothing compiled for the tests)."""
+    return AdaptiveStage(AdaptiveParams(table_bits=16, history_bits=16, match_bits=12), kernels=path).native
 
 
 def rdiv(a: int, b: int) -> int:
@@ -77,7 +85,7 @@ def norm_case(rng: np.random.Generator, rows: int, d: int, x_bits: int, gain_bit
 def test_layer_norm_equals_integers(path, d, x_bits, gain_bits):
     """(21, 39): products near 2**60, past float64's exact range: the fallback must give the same."""
     x, gain, bias = norm_case(np.random.default_rng(d * 100 + x_bits), 6, d, x_bits, gain_bits)
-    np.testing.assert_array_equal(_core.kernel_layer_norm(path, x, gain, bias), ints_norm(x, gain, bias))
+    np.testing.assert_array_equal(hooks().kernel_layer_norm(on(path), x, gain, bias), ints_norm(x, gain, bias))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -93,7 +101,7 @@ def test_layer_norm_one_large_product_in_a_row(path):
     gain = np.full(d, (1 << 39) - 1, np.int64)
     gain[::3] *= -1
     bias = np.arange(d, dtype=np.int64) * 1000 - 32000
-    np.testing.assert_array_equal(_core.kernel_layer_norm(path, x, gain, bias), ints_norm(x, gain, bias))
+    np.testing.assert_array_equal(hooks().kernel_layer_norm(on(path), x, gain, bias), ints_norm(x, gain, bias))
 
 
 def float64_norm(x: list[int], gain: list[int], bias: list[int]) -> list[int]:
@@ -127,7 +135,7 @@ def test_layer_norm_product_rounded_across_a_multiple(path):
     xa, ga, ba = np.array([x]), np.array(gain), np.zeros(d, np.int64)
     exact = ints_norm(xa, ga, ba)
     assert float64_norm(x, gain, [0] * d)[0] == exact[0, 0] + 1
-    np.testing.assert_array_equal(_core.kernel_layer_norm(path, xa, ga, ba), exact)
+    np.testing.assert_array_equal(hooks().kernel_layer_norm(on(path), xa, ga, ba), exact)
 
 
 def ints_gemm(a: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -143,7 +151,7 @@ def test_gemm_equals_integers(path, rows, K, N):
     rng = np.random.default_rng(rows * 1000 + K + N)
     a = rng.integers(-127, 128, (rows, K)).astype(np.int8)
     w = rng.integers(-127, 128, (K, N)).astype(np.int8)
-    np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), ints_gemm(a, w))
+    np.testing.assert_array_equal(hooks().kernel_gemm(on(path), a, w), ints_gemm(a, w))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -156,13 +164,13 @@ def test_gemm_extreme_products_and_the_weight_minus_128(path):
         a[1] *= -1
         a[2, ::2] = -127
         w = np.full((K, N), fill, np.int8)
-        np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), ints_gemm(a, w))
+        np.testing.assert_array_equal(hooks().kernel_gemm(on(path), a, w), ints_gemm(a, w))
     rng = np.random.default_rng(3)
     a = rng.integers(-127, 128, (6, K)).astype(np.int8)
     w = rng.integers(-128, 128, (K, N)).astype(np.int8)
     w[::5, ::3] = -128
     a[:, ::2] = -127
-    np.testing.assert_array_equal(_core.kernel_gemm(path, a, w), ints_gemm(a, w))
+    np.testing.assert_array_equal(hooks().kernel_gemm(on(path), a, w), ints_gemm(a, w))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -183,7 +191,7 @@ def test_quantize_equals_integers(path, d):
     for row, (e, v) in zip((8, 9), ((98, 49), (150, -75))):  # a float64 estimate of 64 and -63 falls short
         y[row] = v
         y[row, 0] = e
-    got_q, got_e = _core.kernel_quantize(path, y)
+    got_q, got_e = hooks().kernel_quantize(on(path), y)
     want_q, want_e = ints_quantize(y)
     np.testing.assert_array_equal(got_q, want_q)
     np.testing.assert_array_equal(got_e, want_e)
@@ -209,7 +217,7 @@ def test_mix_equals_integers(path, n, d, zeros):
     keys = rng.integers(-127, 128, (n, d)).astype(np.int8)
     extra = rng.integers(-127, 128, d).astype(np.int8)
     u, u_extra = weights(rng, n, zeros)
-    np.testing.assert_array_equal(_core.kernel_mix(path, keys, u, extra, u_extra), ints_mix(keys, u, extra, u_extra))
+    np.testing.assert_array_equal(hooks().kernel_mix(on(path), keys, u, extra, u_extra), ints_mix(keys, u, extra, u_extra))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -227,7 +235,7 @@ def test_mix_weights_at_their_bounds(path):
         u = np.zeros(n, np.int32)
         for j, v in at.items():
             u[j] = v
-        np.testing.assert_array_equal(_core.kernel_mix(path, keys, u, extra, u_extra), ints_mix(keys, u, extra, u_extra))
+        np.testing.assert_array_equal(hooks().kernel_mix(on(path), keys, u, extra, u_extra), ints_mix(keys, u, extra, u_extra))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -236,14 +244,13 @@ def test_mixer_rows_at_once_on_every_kernel_path(path):
     sum and training equal the contract's formulas, for 1 .. 9 rows (every remainder of the
     kernels' groups of rows) of lengths from 1 to 86 (full vectors and tails), at the bounds and at
     random."""
-    stage = AdaptiveStage(AdaptiveParams(table_bits=16, history_bits=16, match_bits=12), kernels=path).native
     rng = random.Random(11)
     for m in range(1, 10):
         for n in (1, 15, 16, 17, 31, 33, 63, 86, rng.randint(1, 86)):
             x = [rng.choice([4095, -4095, rng.randint(-4095, 4095)]) for _ in range(n)]
             w = [[rng.choice([2**24, -(2**24), rng.randint(-(2**24), 2**24)]) for _ in range(n)] for _ in range(m)]
             e = [rng.choice([2**24 - 1, -(2**24 - 1), rng.randint(-(2**24 - 1), 2**24 - 1)]) for _ in range(m)]
-            sums, rows = hooks().mixer_rows(stage, w, x, e)
+            sums, rows = hooks().mixer_rows(on(path), w, x, e)
             assert sums == [sum(wi * xi for wi, xi in zip(r, x)) for r in w]
             assert rows == [[min(max(wi + ((xi * ej + 2**19) >> 20), -(2**24)), 2**24) for wi, xi in zip(r, x)]
                             for r, ej in zip(w, e)]
@@ -251,8 +258,8 @@ def test_mixer_rows_at_once_on_every_kernel_path(path):
 
 def test_kernel_arguments_are_checked():
     with pytest.raises(ValueError, match="residual range"):
-        _core.kernel_layer_norm("portable", np.full((1, 4), R_MAX + 1), np.ones(4, np.int64), np.zeros(4, np.int64))
+        hooks().kernel_layer_norm(on("portable"), np.full((1, 4), R_MAX + 1), np.ones(4, np.int64), np.zeros(4, np.int64))
     with pytest.raises(ValueError, match="within"):
-        _core.kernel_gemm("portable", np.full((1, 4), -128, np.int8), np.ones((4, 4), np.int8))
+        hooks().kernel_gemm(on("portable"), np.full((1, 4), -128, np.int8), np.ones((4, 4), np.int8))
     with pytest.raises(ValueError, match="MIX_MASS"):
-        _core.kernel_mix("portable", np.ones((2, 4), np.int8), np.full(2, MIX_MASS, np.int32), np.ones(4, np.int8), 0)
+        hooks().kernel_mix(on("portable"), np.ones((2, 4), np.int8), np.full(2, MIX_MASS, np.int32), np.ones(4, np.int8), 0)

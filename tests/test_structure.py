@@ -279,14 +279,18 @@ def test_the_scripts_import_what_the_package_has():
 
 
 def test_the_core_holds_no_test_hooks():
-    """shazip._core holds what the package uses; the stage's components alone, for tests, are an
-    extension of their own (shazip._testing), which works on the stages the core makes. No module
-    of the package loads it or imports what the tests share (testkit/)."""
+    """shazip._core holds what the package uses; what only tests reach (one kernel alone, the
+    stage's components, the categorical coder's quantized rows, a job's pipeline) is an extension
+    of its own, shazip._testing, which works on the stages and jobs the core makes: no name of it
+    is the core's or a member of the core's classes, and a job's constructor takes no pipeline. No
+    module of the package loads it or imports what the tests share (testkit/)."""
     from core_hooks import hooks
     from shazip import core
     from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
     module, hooks = core.load(), hooks()
-    assert not set(dir(hooks)) & {n for n in dir(module) if not n.startswith("__")}
+    names = set(dir(module)) | {n for c in vars(module).values() if isinstance(c, type) for n in dir(c)}
+    assert not {n for n in dir(hooks) if not n.startswith("__")} & names
+    assert not re.search(r"\b(ring|cut_seed)\b", module.Job.__init__.__doc__)
     stage = AdaptiveStage(AdaptiveParams()).native
     assert hooks.bit_history(stage, 0)[2:] != [0, 0]  # state 0's successors: a bit seen
     test_only = re.compile(rf"\b(_testing|{'|'.join(TESTKIT)})\b")

@@ -14,12 +14,10 @@
 namespace shazip::block {
 
 Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool,
-         std::unique_ptr<SymbolCoder> coder, i64 n, i64 lanes, const u8* data, bool measure, i64 ring,
-         u64 cut_seed)
-    : model_(std::move(model)), pool_(std::move(pool)), coder_(std::move(coder)), n_(n), lanes_(lanes), ring_(ring),
-      encoding_(data != nullptr), measure_(measure), cut_seed_(cut_seed) {
+         std::unique_ptr<SymbolCoder> coder, i64 n, i64 lanes, const u8* data, bool measure)
+    : model_(std::move(model)), pool_(std::move(pool)), coder_(std::move(coder)), n_(n), lanes_(lanes),
+      encoding_(data != nullptr), measure_(measure) {
   require(n >= 0 && lanes >= 1 && (n == 0 || lanes <= n), "a block needs 1 to n lanes");
-  require(ring >= 1, "the model's ring needs at least one step");
   span_ = n ? (n + lanes - 1) / lanes : 0;
   active_ = lanes;
   grid_.assign(size_t(lanes * span_), 0);
@@ -32,12 +30,9 @@ Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> 
     model_pool_ = std::make_unique<ThreadPool>(int(std::min<i64>(lanes, pool_->size() - 1)));
     coder_team_ = std::make_unique<ThreadPool>(1);
     model_->reserve(*state_, model_pool_->size() + 1);
-    const i64 slots = encoding_ ? ring_ : 2;
-    freq_.assign(size_t(slots * lanes) * 256, 1);
-    ring_active_.assign(size_t(slots), 0);
     // a start that steer() corrects: with one thread for the model, a quarter of the lanes the coder's
     next_cut_ = model_pool_->size() == 1 ? lanes - lanes / 4 : lanes;
-    ring_cut_.assign(size_t(slots), next_cut_);
+    lay_ring();
     cuts_ = 1;  // step 0's; the coder decides each next one as it begins a step
   }
 }

@@ -65,12 +65,9 @@ class Job {
  public:
   // data: the block's bytes (encoding) or nullptr (decoding, n bytes to produce). model: nullptr
   // for the stage alone: its rows are then uniform, which a stage without the NN input never reads
-  // and one with it reads as 1/2 for every bit (format 5's `stage` blocks). ring: pipelined,
-  // how many steps' rows the model may run ahead (>= 1; the bytes do not depend on it).
-  // cut_seed: pipelined, 0 for the cut that follows the time, else every step's cut drawn from a
-  // generator with this seed (the bytes do not depend on it: tests move it at random)
+  // and one with it reads as 1/2 for every bit (format 5's `stage` blocks).
   Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool, std::unique_ptr<SymbolCoder> coder,
-      i64 n, i64 lanes, const u8* data, bool measure, i64 ring = RING_STEPS, u64 cut_seed = 0);
+      i64 n, i64 lanes, const u8* data, bool measure);
   ~Job();  // stops and joins the model's thread, if any
   Job(const Job&) = delete;  // the model's thread holds `this`
   Job& operator=(const Job&) = delete;
@@ -78,6 +75,17 @@ class Job {
   i64 run(i64 steps);
   // whether the model runs ahead of the coder (see above)
   bool pipelined() const { return model_pool_ != nullptr; }
+  // Tests (shazip._testing), before the first run: how many steps' rows the model may run ahead
+  // (ring >= 1; RING_STEPS unless set), and cut_seed: 0 for the cut that follows the time, else
+  // every step's cut drawn from a generator with this seed. The bytes depend on neither; tests
+  // move both to reach every interleaving of the two sides.
+  void set_pipeline(i64 ring, u64 cut_seed) {
+    require(t_ == 0 && !model_thread_.joinable(), "a job's pipeline is set before it runs");
+    require(ring >= 1, "the model's ring needs at least one step");
+    ring_ = ring;
+    cut_seed_ = cut_seed;
+    if (model_pool_) lay_ring();
+  }
   bool done() const { return t_ >= span_; }
   // The encoder's payload, or the decoder's bytes; once done.
   std::string result();
@@ -90,6 +98,14 @@ class Job {
   double coded_bits() const { return coder_->bits(); }
 
  private:
+  // pipelined: the ring's slots (ring_ encoding, 2 decoding), each a step's rows, its active lanes
+  // and its cut
+  void lay_ring() {
+    const i64 slots = encoding_ ? ring_ : 2;
+    freq_.assign(size_t(slots * lanes_) * 256, 1);
+    ring_active_.assign(size_t(slots), 0);
+    ring_cut_.assign(size_t(slots), next_cut_);
+  }
   i64 run_pipelined(i64 steps);
   // starts the model's thread: run_model (encoding) or run_model_groups (decoding)
   void start_model();
@@ -118,7 +134,7 @@ class Job {
   std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<SymbolCoder> coder_;
   std::unique_ptr<model::State> state_;
-  i64 n_, lanes_, span_, t_ = 0, active_, ring_;
+  i64 n_, lanes_, span_, t_ = 0, active_, ring_ = RING_STEPS;
   bool encoding_, measure_;
   std::vector<u8> grid_;   // lane-major: lane b's bytes at [b * span, (b + 1) * span)
   std::vector<u8> prev_, sym_;
@@ -135,7 +151,7 @@ class Job {
   std::vector<i64> ring_active_, ring_cut_;  // each ring slot's active lanes (encoding) and cut
   i64 next_cut_ = 0;           // the cut steer() chose
   std::atomic<i64> cuts_{0};    // decoding: the steps whose cut is in the ring (the coder's step and the next)
-  u64 cut_seed_;
+  u64 cut_seed_ = 0;
   // since the cut last moved: the seconds each side waited, and spent stepping lanes, and how many
   double coder_waited_ = 0.0, model_waited_ = 0.0, stepped_ = 0.0;
   i64 lane_steps_ = 0;

@@ -1,7 +1,6 @@
 // Python binding of the categorical range coder (coder/categorical.h):
 //   _core.CategoricalEncoder().encode(probs float64 [k, 256], symbols int [k]); .finish() -> bytes
 //   _core.CategoricalDecoder(payload: bytes-like).decode(probs float64 [k, 256]) -> int64 [k]
-//   _core.categorical_cdf(probs float64 [k, 256]) -> uint32 [k, 257]   (the quantized rows)
 // Arguments are copied, then the GIL is released while coding. Bad arguments raise ValueError
 // (a non-float64 row array TypeError); damaged payloads raise _core.DataError (a ValueError).
 #include <cstring>
@@ -139,17 +138,4 @@ void bind_categorical(py::module_& m) {
             return self.dec.maybe_exhausted();
           },
           "True if every word has been read and the state is one an encoder's seal leaves.");
-
-  m.def(
-      "categorical_cdf",
-      [](const py::array& probs) {
-        const std::vector<double> p = rows_of(probs);
-        const py::ssize_t k = probs.shape(0);
-        py::array_t<u32> out({k, kRow + 1});
-        u32* o = out.mutable_data();
-        for (py::ssize_t i = 0; i < k; ++i) coder::quantize_row(p.data() + i * kRow, o + i * (kRow + 1));
-        return out;
-      },
-      py::arg("probs"),
-      "The fixed-point model of each row: cdf[s] is symbol s's left end, cdf[256] = 2**24 (for tests).");
 }

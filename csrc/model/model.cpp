@@ -82,13 +82,6 @@ const std::vector<std::string>& attn_tensor_names() { return ATTN_TENSORS; }
 const std::vector<std::string>& out_tensor_names() { return OUT_TENSORS; }
 const std::vector<std::string>& table_names() { return TABLE_NAMES; }
 
-void Aligned::resize(i64 bytes) {
-  buf_.assign(static_cast<size_t>(bytes + 64), 0);
-  const auto addr = reinterpret_cast<uintptr_t>(buf_.data());
-  ptr_ = buf_.data() + ((64 - addr % 64) % 64);
-  size_ = bytes;
-}
-
 // One pool member's working memory for up to `rows` lanes, carved from one aligned block.
 struct Scratch {
   Aligned mem;

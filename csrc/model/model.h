@@ -57,7 +57,12 @@ class Aligned {
   Aligned& operator=(const Aligned&) = delete;
   Aligned(Aligned&&) noexcept = default;
   Aligned& operator=(Aligned&&) noexcept = default;
-  void resize(i64 bytes);
+  void resize(i64 bytes) {
+    buf_.assign(static_cast<size_t>(bytes + 64), 0);
+    const auto addr = reinterpret_cast<uintptr_t>(buf_.data());
+    ptr_ = buf_.data() + ((64 - addr % 64) % 64);
+    size_ = bytes;
+  }
   u8* data() const { return ptr_; }
   i64 size() const { return size_; }
 

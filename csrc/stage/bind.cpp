@@ -56,10 +56,7 @@ void bind_stage(py::module_& m) {
       .def("snapshot", [](const Stage& s) { return std::make_shared<Stage>(s); })
       .def("restore", &Stage::restore)
       .def_property_readonly("position", &Stage::position)
-      .def_property_readonly("bytes", &Stage::bytes)
-      .def_property_readonly("final_rate", [](const Stage& s) { return Mixers::final_rate(s.params()); })
-      .def("squash", [](const Stage& s, int x) { return s.tables().sq(x); })
-      .def("stretch", [](const Stage& s, int p) { return s.tables().st(p); });
+      .def_property_readonly("bytes", &Stage::bytes);
   py::class_<Encoder>(m, "StageEncoder", "Codes one block through the stage, a step at a time.")
       .def(py::init<std::shared_ptr<Stage>, i64, i64, bool>())
       .def("code", [](Encoder& e, const Rows& freq, py::array_t<i64, py::array::c_style | py::array::forcecast> sym) {

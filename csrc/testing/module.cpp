@@ -1,8 +1,10 @@
-// shazip._testing: the adaptive stage's components alone, for tests; an extension apart from
-// shazip._core, which holds only what the package uses. Its functions that take a Stage take one
-// made by _core (the two modules share pybind11's type registry), so no kernel code is built here:
-// a stage's kernel path comes with it. Import it after _core (shazip.core.testing() does). Bad
-// arguments (shazip::ArgumentError, a std::invalid_argument) reach Python as ValueError.
+// shazip._testing: the core's parts alone, for tests: the adaptive stage's components (here), one
+// kernel (kernels.cpp), the categorical coder's quantized rows (coder.cpp), a block job's pipeline
+// (block.cpp). An extension apart from shazip._core, which holds only what the package uses. Its
+// functions take the stages and jobs _core made (the two modules share pybind11's type registry),
+// so no kernel code is built here: a stage's kernel path comes with it. Import it after _core
+// (testkit/core_hooks.py does). Bad arguments (shazip::ArgumentError, a std::invalid_argument)
+// reach Python as ValueError.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -11,6 +13,10 @@
 namespace py = pybind11;
 using namespace shazip;
 using namespace shazip::stage;
+
+void bind_kernel_hooks(py::module_& m);  // kernels.cpp
+void bind_coder_hooks(py::module_& m);   // coder.cpp
+void bind_block_hooks(py::module_& m);   // block.cpp
 
 namespace {
 
@@ -178,7 +184,13 @@ std::vector<int> bit_history(const std::shared_ptr<Stage>& s, int state) {
 }  // namespace
 
 PYBIND11_MODULE(_testing, m) {
-  m.doc() = "The adaptive stage's components alone, for tests (not shazip's API)";
+  m.doc() = "The core's parts alone, for tests (not shazip's API)";
+  bind_kernel_hooks(m);
+  bind_coder_hooks(m);
+  bind_block_hooks(m);
+  m.def("squash", [](const std::shared_ptr<Stage>& s, int x) { return s->tables().sq(x); });
+  m.def("stretch", [](const std::shared_ptr<Stage>& s, int p) { return s->tables().st(p); });
+  m.def("final_rate", [](const std::shared_ptr<Stage>& s) { return Mixers::final_rate(s->params()); });
   m.def("counter_update", &counter_update);
   m.def("mixer_step", &mixer_step, py::arg("stage"), py::arg("w"), py::arg("x"), py::arg("y"), py::arg("lr"),
         py::arg("warm") = 0, py::arg("seen") = 0);
