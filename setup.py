@@ -1,11 +1,12 @@
-"""Builds shazip's native core (csrc/: the extension module shazip._core) at install time, and
-beside it shazip._testing (csrc/testing/: the stage's components alone, for tests only).
+"""Builds shazip's native core (csrc/: the extension module shazip._core) at install time, and,
+only where the tests run, shazip._testing (csrc/testing/: the core's parts alone, for tests).
 
 Everything else is in pyproject.toml. The core is compiled for plain x86-64 (or the host's
 baseline elsewhere); its SIMD paths are compiled in their own files with `#pragma GCC target`
 and chosen at run time (csrc/kernels/dispatch.cpp), so one build runs on any CPU. libzstd (csrc/third_party/zstd, one C file) is built as a static
 library and linked in, for the ZSTD block method."""
 
+import os
 import re
 import sys
 from glob import glob
@@ -61,9 +62,17 @@ zstd = ("shazip_zstd", {"sources": ["csrc/third_party/zstd/zstd.c"],
 
 class BuildExt(build_ext):
     """build_ext links libzstd but runs build_clib only under `build` (pip); this makes
-    `python setup.py build_ext --inplace` work too."""
+    `python setup.py build_ext --inplace` work too.
+
+    shazip._testing is built only where the tests import it: in place (`build_ext --inplace`, and
+    the README's editable install) or with SHAZIP_TEST_HOOKS=1 (a build for tests elsewhere:
+    benchmarks/aarch64.py). `pip install .` installs no test hook (tests/test_install.py)."""
 
     def run(self) -> None:
+        if not (self.inplace or os.environ.get("SHAZIP_TEST_HOOKS") == "1"):
+            self.extensions = [e for e in self.extensions if e is not testing]
+            # one an earlier build left in the build folder would go into the wheel with the rest
+            Path(self.get_ext_fullpath(testing.name)).unlink(missing_ok=True)
         self.run_command("build_clib")
         super().run()
 
