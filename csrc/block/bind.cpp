@@ -3,6 +3,8 @@
 #include <pybind11/stl.h>
 
 #include "block/coders.h"
+#include "block/job.h"
+#include "stage/block_coder.h"
 
 namespace py = pybind11;
 using namespace shazip;
@@ -15,21 +17,21 @@ void bind_block(py::module_& m) {
              require(data.has_value() != payload.has_value(), "give the block's data (encoding) or payload (decoding)");
              require(model || stage, "a job codes with the model, a stage or both");
              const i64 span = n ? (n + lanes - 1) / lanes : 1;
-             std::unique_ptr<block::SymbolCoder> coder;
+             std::unique_ptr<coder::SymbolCoder> symbols;
              std::string bytes;
              if (data) {
                bytes = std::string(*data);
                require(i64(bytes.size()) == n, "data must be n bytes");
                if (stage)
-                 coder = std::make_unique<block::StageEncode>(stage, lanes, span, measure);
+                 symbols = std::make_unique<stage::Encoder>(stage, lanes, span, measure);
                else
-                 coder = std::make_unique<block::CategoricalEncode>(measure);
+                 symbols = std::make_unique<block::CategoricalEncode>(measure);
              } else if (stage) {
-               coder = std::make_unique<block::StageDecode>(stage, lanes, span, std::string(*payload), overrun);
+               symbols = std::make_unique<stage::Decoder>(stage, lanes, span, std::string(*payload), overrun);
              } else {
-               coder = std::make_unique<block::CategoricalDecode>(std::string(*payload), overrun);
+               symbols = std::make_unique<block::CategoricalDecode>(std::string(*payload), overrun);
              }
-             return std::make_unique<block::Job>(model, pool, std::move(coder), n, lanes,
+             return std::make_unique<block::Job>(model, pool, std::move(symbols), n, lanes,
                                                  data ? reinterpret_cast<const u8*>(bytes.data()) : nullptr, measure);
            }),
            py::arg("model"), py::arg("pool"), py::arg("n"), py::arg("lanes"), py::arg("stage") = nullptr,

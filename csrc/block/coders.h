@@ -1,39 +1,14 @@
-// The symbol coders a block job can drive: the adaptive stage (MIXED blocks) and the
-// categorical range coder on the model's own rows (MODEL blocks).
+// The categorical range coder on the model's own rows (MODEL blocks) as a symbol coder the block
+// loop drives; the stage's (MIXED and stage blocks) are its block coders (stage/block_coder.h).
 #pragma once
 
-#include <memory>
+#include <cmath>
 #include <string>
-#include <vector>
 
-#include "block/job.h"
 #include "coder/categorical.h"
-#include "stage/block_coder.h"
+#include "coder/symbols.h"
 
 namespace shazip::block {
-
-class StageEncode : public SymbolCoder {
- public:
-  StageEncode(std::shared_ptr<stage::Stage> st, i64 lanes, i64 span, bool measure) : enc_(std::move(st), lanes, span, measure) {}
-  void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) override { enc_.code_lanes(freq, sym, lo, hi); }
-  void end_step(i64 k) override { enc_.end_step(k); }
-  std::string finish() override { return enc_.finish(); }
-  double bits() const override { return enc_.bits(); }
-
- private:
-  stage::Encoder enc_;
-};
-
-class StageDecode : public SymbolCoder {
- public:
-  StageDecode(std::shared_ptr<stage::Stage> st, i64 lanes, i64 span, std::string payload, i64 max_overrun)
-      : dec_(std::move(st), lanes, span, std::move(payload), max_overrun) {}
-  void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) override { dec_.code_lanes(freq, sym, lo, hi); }
-  void end_step(i64 k) override { dec_.end_step(k); }
-
- private:
-  stage::Decoder dec_;
-};
 
 // The model's rows as the categorical coder takes them: each integer frequency over the row's
 // sum, one correctly rounded float64 division (exact operands: sums stay below 2**53).
@@ -43,7 +18,7 @@ inline void probabilities(const i64* f, double* p) {
   for (int j = 0; j < 256; ++j) p[j] = double(f[j]) / double(sum);
 }
 
-class CategoricalEncode : public SymbolCoder {
+class CategoricalEncode : public coder::SymbolCoder {
  public:
   explicit CategoricalEncode(bool measure) : measure_(measure) {}
   void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) override {
@@ -63,7 +38,7 @@ class CategoricalEncode : public SymbolCoder {
   double bits_ = 0.0;
 };
 
-class CategoricalDecode : public SymbolCoder {
+class CategoricalDecode : public coder::SymbolCoder {
  public:
   CategoricalDecode(const std::string& payload, i64 max_overrun)
       : payload_(payload), dec_(reinterpret_cast<const u8*>(payload_.data()), payload_.size(), max_overrun) {}

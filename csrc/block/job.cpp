@@ -14,7 +14,7 @@
 namespace shazip::block {
 
 Job::Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool,
-         std::unique_ptr<SymbolCoder> coder, i64 n, i64 lanes, const u8* data, bool measure)
+         std::unique_ptr<coder::SymbolCoder> coder, i64 n, i64 lanes, const u8* data, bool measure)
     : model_(std::move(model)), pool_(std::move(pool)), coder_(std::move(coder)), n_(n), lanes_(lanes),
       encoding_(data != nullptr), measure_(measure) {
   require(n >= 0 && lanes >= 1 && (n == 0 || lanes <= n), "a block needs 1 to n lanes");

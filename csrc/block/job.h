@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "coder/symbols.h"
 #include "common.h"
 #include "model/model.h"
 #include "threads.h"
@@ -45,29 +46,13 @@ constexpr i64 RING_STEPS = 16;  // pipelined: how many steps' rows the model may
 constexpr i64 BALANCE_STEPS = 16;  // pipelined: steps between two moves of the cut
 constexpr std::chrono::microseconds SPIN{30};  // pipelined: how long a side spins before it sleeps
 
-// Codes one step's symbols of the k active lanes: an encoder reads sym, a decoder writes it. A
-// step may be cut in lane ranges: code_lanes for each range of [0, k) in lane order (freq and sym
-// indexed by lane), then end_step(k); the same symbols as code(freq, sym, k).
-class SymbolCoder {
- public:
-  virtual ~SymbolCoder() = default;
-  void code(const i64* freq, u8* sym, i64 k) {
-    code_lanes(freq, sym, 0, k);
-    end_step(k);
-  }
-  virtual void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) = 0;
-  virtual void end_step(i64 /*k*/) {}
-  virtual std::string finish() { return {}; }  // an encoder's payload
-  virtual double bits() const { return 0.0; }  // the ideal code length of what was coded, if measured
-};
-
 class Job {
  public:
   // data: the block's bytes (encoding) or nullptr (decoding, n bytes to produce). model: nullptr
   // for the stage alone: its rows are then uniform, which a stage without the NN input never reads
   // and one with it reads as 1/2 for every bit (format 5's `stage` blocks).
-  Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool, std::unique_ptr<SymbolCoder> coder,
-      i64 n, i64 lanes, const u8* data, bool measure);
+  Job(std::shared_ptr<const model::Model> model, std::shared_ptr<ThreadPool> pool,
+      std::unique_ptr<coder::SymbolCoder> coder, i64 n, i64 lanes, const u8* data, bool measure);
   ~Job();  // stops and joins the model's thread, if any
   Job(const Job&) = delete;  // the model's thread holds `this`
   Job& operator=(const Job&) = delete;
@@ -132,7 +117,7 @@ class Job {
   void count_model_bits(const i64* freq, i64 k);
   std::shared_ptr<const model::Model> model_;
   std::shared_ptr<ThreadPool> pool_;
-  std::unique_ptr<SymbolCoder> coder_;
+  std::unique_ptr<coder::SymbolCoder> coder_;
   std::unique_ptr<model::State> state_;
   i64 n_, lanes_, span_, t_ = 0, active_, ring_ = RING_STEPS;
   bool encoding_, measure_;

@@ -1,5 +1,7 @@
 // Coding one block through the stage: the block's lanes, the checks on the model's rows, and the
-// binary coder. The stage's tables outlive the block; this object lives for one block.
+// binary coder; a symbol coder the block loop drives (coder/symbols.h), and the per-step coders of
+// external engines (stage/bind.cpp). The stage's tables outlive the block; this object lives for
+// one block.
 //
 // Lane i of a block holds the block's bytes [i * span, (i + 1) * span). At every step the k
 // active lanes (always a prefix: only the last lanes are shorter) code one byte each, lane 0
@@ -12,12 +14,13 @@
 #include <vector>
 
 #include "coder/binary.h"
+#include "coder/symbols.h"
 #include "common.h"
 #include "stage/stage.h"
 
 namespace shazip::stage {
 
-class BlockCoder {
+class BlockCoder : public coder::SymbolCoder {
  public:
   BlockCoder(std::shared_ptr<Stage> st, i64 lanes, i64 span) : st_(std::move(st)) {
     require(lanes >= 1 && lanes <= MAX_LANES && span >= 1 && span <= MAX_SPAN,
@@ -26,6 +29,7 @@ class BlockCoder {
     at_ = Where{st_->position(), u64(span), u64(lanes), &lanes_};
   }
   i64 lanes() const { return i64(lanes_.size()); }
+  void end_step(i64 k) override { st_->advance(u64(k)); }
 
  protected:
   // the rows of active lanes [lo, hi) (freq indexed by lane): none full, each entry in [1, 2**30]
@@ -45,14 +49,8 @@ class Encoder : public BlockCoder {
  public:
   Encoder(std::shared_ptr<Stage> st, i64 lanes, i64 span, bool measure)
       : BlockCoder(std::move(st), lanes, span), measure_(measure) {}
-  // codes sym[b] of lanes b < k under the model's rows freq[b * 256 ...]
-  void code(const i64* freq, const u8* sym, i64 k) {
-    code_lanes(freq, sym, 0, k);
-    end_step(k);
-  }
-  // code cut in lane ranges: each range of [0, k) in lane order (freq and sym indexed by lane),
-  // then end_step(k)
-  void code_lanes(const i64* freq, const u8* sym, i64 lo, i64 hi) {
+  // codes sym[b] of lanes [lo, hi) under the model's rows freq[b * 256 ...]
+  void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) override {
     check(freq, lo, hi);
     auto io = [this](int p, int y) {
       enc_.encode(y, p);
@@ -61,13 +59,12 @@ class Encoder : public BlockCoder {
     };
     for (i64 b = lo; b < hi; ++b) st_->code_byte(lanes_, size_t(b), at_, freq + b * 256, int(sym[b]), io);
   }
-  void end_step(i64 k) { st_->advance(u64(k)); }
-  std::string finish() {
+  std::string finish() override {
     const std::vector<u8> out = enc_.finish();
     return std::string(reinterpret_cast<const char*>(out.data()), out.size());
   }
   // the ideal code length of what was coded, if measured (never read by the model)
-  double bits() const { return bits_; }
+  double bits() const override { return bits_; }
 
  private:
   coder::RangeEncoder enc_;
@@ -79,20 +76,13 @@ class Decoder : public BlockCoder {
  public:
   Decoder(std::shared_ptr<Stage> st, i64 lanes, i64 span, std::string payload, i64 max_overrun = -1)
       : BlockCoder(std::move(st), lanes, span), dec_(std::move(payload), max_overrun) {}
-  // decodes the bytes of lanes b < k into sym; a damaged payload gives wrong bytes (which the
+  // decodes the bytes of lanes [lo, hi) into sym; a damaged payload gives wrong bytes (which the
   // block's checksum catches), never a fault
-  void code(const i64* freq, u8* sym, i64 k) {
-    code_lanes(freq, sym, 0, k);
-    end_step(k);
-  }
-  // code cut in lane ranges: each range of [0, k) in lane order (freq and sym indexed by lane),
-  // then end_step(k)
-  void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) {
+  void code_lanes(const i64* freq, u8* sym, i64 lo, i64 hi) override {
     check(freq, lo, hi);
     auto io = [this](int p, int) { return dec_.decode(p); };
     for (i64 b = lo; b < hi; ++b) sym[b] = u8(st_->code_byte(lanes_, size_t(b), at_, freq + b * 256, -1, io));
   }
-  void end_step(i64 k) { st_->advance(u64(k)); }
 
  private:
   coder::RangeDecoder dec_;
