@@ -40,7 +40,7 @@ TESTING = sorted(glob("csrc/testing/*.cpp"))
 
 
 def extension(name: str, sources: list[str]) -> Pybind11Extension:
-    # Integer arithmetic only (see shazip/numerics.py): no flag here can change a result. -g0:
+    # Integer arithmetic only (see shazip/model/numerics.py): no flag here can change a result. -g0:
     # Python's own CFLAGS ask for debug information, which would make the module 5x larger.
     return Pybind11Extension(name, sources, include_dirs=["csrc"], depends=HEADERS, cxx_std=17,
                              extra_compile_args=["-O3", "-g0", "-fno-math-errno", "-fno-trapping-math", "-pthread"],

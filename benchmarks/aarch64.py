@@ -259,7 +259,7 @@ def count(work: Path, stage: Path, cpus: list[str], args: argparse.Namespace) ->
 def guest(cases: Path) -> None:
     import shazip
     from shazip import _core
-    from shazip.modelfile import load_model
+    from shazip.model.file import load_model
 
     path, bad = os.environ["SHAZIP_KERNELS"], []
     text, trained = (DATA / "wiki.xml").read_bytes(), load_model(DATA / "tiny-trained.safetensors")
@@ -288,7 +288,7 @@ def guest_steps(model: str, lanes: int, steps: int) -> None:
     import numpy as np
 
     from shazip import core
-    from shazip.modelfile import load_model
+    from shazip.model.file import load_model
 
     loaded = load_model(model)
     m = core.model(loaded.int_weights())

@@ -33,7 +33,7 @@ import numpy as np
 
 from shazip import core
 from shazip.codec.block import MIN_LANE, effective_lanes
-from shazip.modelfile import load_model
+from shazip.model.file import load_model
 from shazip.options import DEFAULT_LANES
 from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 

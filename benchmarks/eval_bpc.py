@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import torch
 
-from shazip.model import SHARNN
-from shazip.modelfile import load_model
+from shazip.model.sharnn import SHARNN
+from shazip.model.file import load_model
 from shazip.train.data import Corpus
 from shazip.train.trainer import evaluate
 

@@ -44,7 +44,7 @@ import shazip  # noqa: E402
 from shazip.errors import ShazipError  # noqa: E402
 from shazip.format.container import Method  # noqa: E402
 from shazip.format.header import FORMAT_VERSIONS  # noqa: E402
-from shazip.modelfile import load_model  # noqa: E402
+from shazip.model.file import load_model  # noqa: E402
 from shazip.stage.adaptive import AdaptiveParams  # noqa: E402
 
 from archive_damage import frame_damage, mutate  # noqa: E402

@@ -29,7 +29,7 @@ from shazip.codec.engines import IntEngine
 from shazip.format.container import Method
 from shazip.format.writer import ArchiveWriter
 from shazip.format.header import Header
-from shazip.modelfile import LoadedModel, load_model
+from shazip.model.file import LoadedModel, load_model
 
 
 @torch.no_grad()

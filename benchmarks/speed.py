@@ -18,10 +18,10 @@ from pathlib import Path
 import torch
 
 import shazip
-from shazip.config import Config, get_config
+from shazip.model.config import Config, get_config
 from shazip.format.container import Method
-from shazip.model import SHARNN
-from shazip.modelfile import load_model, save_model
+from shazip.model.sharnn import SHARNN
+from shazip.model.file import load_model, save_model
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,9 +20,10 @@ import time
 import numpy as np
 import torch
 
-from shazip import core, exact, quant
-from shazip.config import Config
-from shazip.model import SHARNN
+from shazip import core
+from shazip.model import exact, twin as quant
+from shazip.model.config import Config
+from shazip.model.sharnn import SHARNN
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from .codec.decode import (
 )
 from .codec.encode import Compressor, ShazipCompressor, compress, compress_stream, compressobj, level_model, levels_of
 from .codec.recover import Lost, recover_stream
-from .modelfile import LoadedModel, load_model, model_from_bytes
+from .model.file import LoadedModel, load_model, model_from_bytes
 
 __all__ = ["compress", "decompress", "compress_stream", "decompress_stream", "iter_decompress", "recover_stream",
            "Compressor", "ShazipCompressor", "ShazipDecompressor", "compressobj", "decompressobj", "Lost", "load",

@@ -18,10 +18,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .errors import ContractError, CoreUnavailable, UsageError, raise_interruption
-from .numerics import CONTRACT, TABLES
+from .model.numerics import CONTRACT, TABLES
 
 if TYPE_CHECKING:
-    from .exact import IntWeights, Linear
+    from .model.exact import IntWeights, Linear
 
 ABI = 4  # csrc/module.cpp's ABI attribute: bumped with any change to the bindings' shapes
 _module: ModuleType | None = None
@@ -96,7 +96,7 @@ def _linear(name: str, lin: Linear) -> dict:
 
 def _block(b: dict) -> tuple[dict, dict]:
     """A block's constants as the core's named arrays, and its shifts."""
-    from .exact import Linear, Norm
+    from .model.exact import Linear, Norm
     arrays, shifts = {}, {}
     for name, v in b.items():
         if isinstance(v, Linear):

@@ -35,7 +35,7 @@ from .codec.frames import hand_back
 from .format.frames import Frame, scan
 from .errors import ShazipError
 from .format.container import Place
-from .modelfile import LoadedModel
+from .model.file import LoadedModel
 
 
 class ShazipFile(io.BufferedIOBase):

@@ -12,9 +12,9 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `import shazip` does: before torch starts OpenMP
 import torch  # noqa: E402
 
-from shazip.config import get_config
-from shazip.model import SHARNN
-from shazip.modelfile import load_model, save_model
+from shazip.model.config import get_config
+from shazip.model.sharnn import SHARNN
+from shazip.model.file import load_model, save_model
 
 DATA = Path(__file__).parent / "data"
 

@@ -143,7 +143,7 @@ def test_errors_are_shazip_errors():
 
 def test_bundled_default_model_round_trips_real_text(text):
     """`shazip compress` with no --model uses the bundled model, offline, and its sha256 is checked."""
-    from shazip.modelfile import bundled_index, load_model
+    from shazip.model.file import bundled_index, load_model
 
     if "default" not in bundled_index():
         pytest.skip("no bundled default model in this checkout")

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import shazip
-from shazip import modelfile as models
+from shazip.model import file as models
 from shazip.bench import baselines, enwik8, hutter, runner
 from shazip.cli import main
 from shazip.errors import ModelError, ShazipError, UsageError
@@ -63,8 +63,8 @@ def test_bench_shazip_row_totals_add_up(result):
     assert h["model_file_bytes"] == TRAINED.stat().st_size
     assert h["source_zip_bytes"] == len(hutter.zipped(hutter.decoder_source(h["decoder_modules"])))
     assert h["source_zip_bytes"] < h["package_zip_bytes"]  # the tools are not part of the decoder
-    assert "shazip.core" in h["decoder_modules"] and "shazip.numerics" in h["decoder_modules"]
-    assert "shazip.quant" not in h["decoder_modules"]  # the torch twin is no part of the CPU decoder
+    assert "shazip.core" in h["decoder_modules"] and "shazip.model.numerics" in h["decoder_modules"]
+    assert "shazip.model.twin" not in h["decoder_modules"]  # the torch twin is no part of the CPU decoder
     assert not [m for m in h["decoder_modules"] if m.startswith(("shazip.train", "shazip.bench"))]
     assert h["total_bytes"] == h["archive_bytes"] + h["model_file_bytes"] + h["source_zip_bytes"]
     projected = round(row["archive_bytes"] / 6000 * runner.ENWIK8_BYTES)

@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import torch
 
-from shazip import _core, core, exact, quant
-from shazip.config import Config
+from shazip import _core, core
+from shazip.model import exact, twin as quant
+from shazip.model.config import Config
 from shazip.errors import UsageError
-from shazip.model import SHARNN
-from shazip.modelfile import load_model
+from shazip.model.sharnn import SHARNN
+from shazip.model.file import load_model
 
 from engine_tables import lanes_of, run
 

@@ -83,7 +83,7 @@ def test_the_gpu_path_with_frames_at_once_writes_the_cpus_archives(trained, text
 
 @pytest.mark.parametrize("groups", [1, 2])
 def test_frames_at_once_in_shared_lane_batches_write_the_cpus_archives(trained, text, monkeypatch, groups):
-    """The GPU's frames at once with their lanes stepped in shared batches (codec/lane_batch.py),
+    """The GPU's frames at once with their lanes stepped in shared batches (model/gpu.py),
     run on torch's CPU device: frames at different positions, a shorter last block of fewer
     lanes, frames joining and leaving; the native core's archives byte for byte, both ways."""
     from shazip.codec import decode, encode

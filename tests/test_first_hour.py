@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import shazip
-from shazip.config import PRESETS
+from shazip.model.config import PRESETS
 from shazip.errors import ShazipError
 
 from test_cli import assert_ok, run
@@ -114,7 +114,7 @@ def test_list_is_a_table_a_line_a_file_and_names_the_model_decoding_needs(tmp_pa
 
 
 def test_models_lists_yours_first_as_its_help_says(tmp_path, own_models_folder):
-    from shazip.modelfile import bundled_index
+    from shazip.model.file import bundled_index
     assert_ok(run("models", "--add", TRAINED, "--name", "zz-mine"))
     lines = [ln for ln in run("models").stdout.splitlines() if not ln.startswith(" ")]
     assert lines[0].startswith("zz-mine (yours") and len(lines) == 1 + len(bundled_index())

@@ -130,7 +130,7 @@ def test_bench_finds_7zip_under_debians_names(tmp_path, monkeypatch):
 
 
 def test_listing_several_archives_names_each_and_the_model_as_the_user_knows_it(tmp_path):
-    from shazip.modelfile import bundled_index
+    from shazip.model.file import bundled_index
     if "default" not in bundled_index():
         return  # a checkout without the bundled model
     for name in ("a.txt", "b.txt"):
@@ -146,7 +146,7 @@ def test_an_empty_file_costs_little(tmp_path):
     """Format 4 writes an empty input as its header alone (no block fields, no trailer, no stage
     parameters): 21 bytes with the bundled model (gzip 20, xz 32); it decodes to nothing and
     concatenates like any archive."""
-    from shazip.modelfile import bundled_index
+    from shazip.model.file import bundled_index
     if "default" not in bundled_index():
         return
     empty = shazip.compress(b"")

@@ -79,7 +79,7 @@ def test_a_forged_trailer_with_a_table_to_match_is_refused_by_a_seek(framed):
 def _hostile_folder(folder, **entry) -> None:
     """A user models folder whose index names `default` as `entry` says (its sha256 and size
     the bundled default's unless given), so that every default-level decode looks there."""
-    from shazip.modelfile import bundled_index
+    from shazip.model.file import bundled_index
     real = bundled_index()["default"]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "index.json").write_text(json.dumps({"default": {**real, **entry}}))
@@ -95,7 +95,7 @@ def _one_line(r, *says: str, code: int = 1) -> None:
 
 @pytest.fixture()
 def default_archive(tmp_path) -> Path:
-    from shazip.modelfile import bundled_index
+    from shazip.model.file import bundled_index
     if "default" not in bundled_index():
         pytest.skip("a checkout without the bundled model")
     src = tmp_path / "a.txt"

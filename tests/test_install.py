@@ -61,6 +61,8 @@ def test_a_plain_install_holds_no_test_hook(tmp_path):
     assert tops == {"shazip", "-".join(wheel.name.split("-")[:2]) + ".dist-info"}, tops
     assert [n for n in names if n.startswith("shazip/_core.")]
     assert not [n for n in names if "testing" in n or "testkit" in n], names
+    modules = {p.relative_to(src).as_posix() for p in (src / "shazip").rglob("*.py")}
+    assert not modules - set(names), sorted(modules - set(names))  # every module of the package (its packages found)
     site = str(tmp_path / "site")
     ran = subprocess.run([sys.executable, "-c", INSTALLED, site], cwd=tmp_path, capture_output=True, text=True,
                          env=dict(env, PYTHONPATH=site))

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from shazip import _core
-from shazip.numerics import MIX_MASS, NORM_GAIN_BITS, R_MAX
+from shazip.model.numerics import MIX_MASS, NORM_GAIN_BITS, R_MAX
 from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 
 from core_hooks import hooks
@@ -60,7 +60,7 @@ def ints_quantize(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def test_the_integer_formulas_are_the_twins():
     """The references below are the torch twin's own arithmetic."""
     torch = pytest.importorskip("torch")
-    from shazip import quant
+    from shazip.model import twin as quant
     rng = np.random.default_rng(5)
     for d, x_bits, gain_bits in ((256, 20, 30), (7, 21, 39), (96, 3, 2)):
         x, gain, bias = norm_case(rng, 4, d, x_bits, gain_bits)

@@ -1,4 +1,4 @@
-"""The lanes of several frames in one batch (codec/lane_batch.py): each frame's rows are those of
+"""The lanes of several frames in one batch (model/gpu.py): each frame's rows are those of
 its lanes stepped alone, whatever the others do (their positions, their lane counts, joining,
 growing and leaving at any step), and a failed step fails every frame waiting on it instead of
 leaving them waiting, and only those. Run with the eager step on torch's CPU device, and where there is CUDA with
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from shazip import quant
-from shazip.codec.lane_batch import LaneBatch
+from shazip.model import twin as quant
+from shazip.model.gpu import LaneBatch
 
 from engine_tables import lanes_of, run
 

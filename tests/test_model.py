@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from shazip.config import PRESETS, Config, get_config
-from shazip.model import SHARNN
+from shazip.model.config import PRESETS, Config, get_config
+from shazip.model.sharnn import SHARNN
 
 
 def _randomized(cfg: Config, seed: int = 0) -> SHARNN:

@@ -12,9 +12,9 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from shazip import modelfile
+from shazip.model import file as modelfile
 from shazip.errors import ModelError
-from shazip.modelfile import load_model
+from shazip.model.file import load_model
 
 
 class _Boom:
@@ -98,7 +98,7 @@ def test_int8_export_is_smaller_and_gives_the_engine_the_same_integers(tmp_path,
     """An int8 model file holds the very integers the int8 engine derives from the float file,
     at about a quarter of the size, and archives made with it round-trip."""
     import shazip
-    from shazip import quant
+    from shazip.model import twin as quant
     from shazip.format.container import Method
     modelfile.save_model(trained.model, tmp_path / "f.safetensors", "t")
     modelfile.save_model(trained.model, tmp_path / "q.safetensors", "t", weights="int8")

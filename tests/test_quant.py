@@ -18,15 +18,15 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
 import shazip
-from shazip import exact, numerics, quant
+from shazip.model import exact, numerics, gpu, twin as quant
 from shazip.codec.block import model_encode
 from shazip.codec.engines import IntEngine, TwinEngine
-from shazip.config import get_config
+from shazip.model.config import get_config
 from shazip.errors import ModelError
 from shazip.format.container import Method
 from shazip.format.reader import ArchiveReader
-from shazip.model import SHARNN
-from shazip.modelfile import load_model
+from shazip.model.sharnn import SHARNN
+from shazip.model.file import load_model
 
 from archive_damage import payload_spans
 from engine_tables import lanes_of, run, run_with_threads
@@ -217,13 +217,13 @@ def test_weights_too_large_are_refused():
 
 
 def test_the_in_place_step_a_cuda_graph_replays_equals_the_step(int_model, text):
-    """quant.advance (what GraphedStep captures) keeps the state in its own tensors and gives
+    """gpu.advance (what GraphedStep captures) keeps the state in its own tensors and gives
     the step's very integers, through the ring's wrap."""
     grid = lanes_of(text, 3, STEPS)
     state, prev, out = int_model.init_state(3), torch.zeros(3, dtype=torch.int64), []
     tensors = [id(t) for t in state.h + state.c + [state.mem, state.mem_e, state.pos]]
     for t in range(STEPS):
-        out.append(quant.advance(int_model, state, prev).clone())
+        out.append(gpu.advance(int_model, state, prev).clone())
         prev = grid[:, t]
     assert [id(t) for t in state.h + state.c + [state.mem, state.mem_e, state.pos]] == tensors
     assert state.pos.tolist() == [STEPS] * 3
@@ -236,7 +236,7 @@ def test_graphed_step_equals_the_eager_step_on_cuda(trained, text, compiled):
     model = quant.IntModel(trained.int_weights(), "cuda")
     grid = lanes_of(text, 20, STEPS)  # more than 16 lanes: int_mm's unpadded path; 3 lanes below
     for lanes in (20, 3):
-        graphed, prev, out = quant.GraphedStep(model, lanes, compiled=compiled), np.zeros(lanes, np.int64), []
+        graphed, prev, out = gpu.GraphedStep(model, lanes, compiled=compiled), np.zeros(lanes, np.int64), []
         for t in range(STEPS):
             out.append(torch.from_numpy(graphed(prev)).to(torch.int64))
             prev = grid[:lanes, t].numpy()
@@ -245,16 +245,16 @@ def test_graphed_step_equals_the_eager_step_on_cuda(trained, text, compiled):
 
 @pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
 def test_the_compiled_step_equals_the_eager_step(trained, random_model, text, device):
-    """quant.compiled_advance (inductor's code: C++ on the CPU, Triton on a GPU) gives the eager
+    """gpu.compiled_advance (inductor's code: C++ on the CPU, Triton on a GPU) gives the eager
     step's integers for two models in turn (other shapes' and shifts' compilations must stay
     static: symbolic ones gave other integers) at every number of lanes, through the ring's wrap."""
-    compiled = quant.compiled_advance()
+    compiled = gpu.compiled_advance()
     for loaded in (trained, random_model, trained):
         model = quant.IntModel(loaded.int_weights(), device)
         for lanes in (20, 3, 9):
             grid = lanes_of(text, lanes, STEPS)
             state, prev, out = model.init_state(lanes), torch.zeros(lanes, dtype=torch.int64, device=device), []
-            quant.lanes_dynamic(prev, *state.tensors())
+            gpu.lanes_dynamic(prev, *state.tensors())
             with torch.no_grad():
                 for t in range(STEPS):
                     out.append(compiled(model, state, prev).clone())

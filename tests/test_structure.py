@@ -208,7 +208,7 @@ def test_the_readme_headline_is_the_committed_measurement():
     block = text[text.index(headline.HEAD) + len(headline.HEAD):text.index(headline.TAIL)]
     assert block.strip() == headline.render(result)
     me = next(r for r in result["rows"] if r["compressor"] == "shazip")
-    from shazip.modelfile import bundled_index
+    from shazip.model.file import bundled_index
     listed = [e["figures"].get("bench") for e in bundled_index().values() if e["sha256"] == me["extra"]["model_id"]]
     assert listed and listed[0]["bits_per_byte"] == me["bits_per_byte"] and listed[0]["date"] == result["machine"]["date"]
 

@@ -30,11 +30,11 @@ from click.testing import CliRunner
 from safetensors.torch import load_file
 
 import shazip
-from shazip import quant
+from shazip.model import twin as quant
 from shazip.cli import main
 from shazip.format.container import Method
 from shazip.format.reader import ArchiveReader
-from shazip.modelfile import load_model
+from shazip.model.file import load_model
 from shazip.train import checkpoint as pieces
 from shazip.train.data import ByteStreams, Corpus
 from shazip.train.trainer import TrainArgs, evaluate, lr_at, scaled_for_batch, train

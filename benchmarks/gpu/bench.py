@@ -71,7 +71,7 @@ def stand_in_for_cuda() -> None:
     GPU row runs here, slowly, before a lend spends device time on it."""
     import torch
 
-    from shazip import quant
+    from shazip.model import twin as quant
     from shazip import hardware
     hardware.resolve_device = lambda device: "cpu" if device == "cpu" else "cuda"
     make = quant.IntModel.__init__

@@ -31,12 +31,13 @@ import numpy as np
 import torch
 
 from shazip.codec.encode import stage_params
-from shazip.modelfile import load_model
+from shazip.model.file import load_model
 from shazip.options import DEFAULT_LEVEL, GPU_FRAME_SIZE, LEVELS, lane_policy
 from shazip.codec.block import mixed_encode
 from shazip.codec.engines import TwinEngine
-from shazip.codec.lane_batch import LaneBatch
-from shazip.quant import GraphedStep, IntModel, advance, stepper
+from shazip.model.gpu import LaneBatch
+from shazip.model.gpu import GraphedStep, advance, stepper
+from shazip.model.twin import IntModel
 from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
 
 

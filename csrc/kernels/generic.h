@@ -8,7 +8,7 @@
 // (a vector gather where the path has one). No #include here and no library template: every
 // function below is compiled anew, with internal linkage, for each path (see kernels.h).
 //
-// Every line mirrors quant.py's torch step (the twin); the comments name the twin's lines.
+// Every line mirrors twin.py's torch step (the twin); the comments name the twin's lines.
 
 // A path's table (kernels.h), after its anonymous namespace: every kernel by the same name in
 // every path file, so a new kernel is one line here.

@@ -62,7 +62,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from shazip.modelfile import load_model, save_model
+    from shazip.model.file import load_model, save_model
     torch.set_num_threads(args.threads)
     returned = args.files / f"{args.name}.safetensors"
     loaded = load_model(returned)

@@ -57,7 +57,7 @@ def run_shazip(src: Path, work: Path, n: int, setup: Setup) -> Row:
     """shazip compress (through the API, in its own process, to collect the cross-entropy)
     and `shazip decompress` (the command line), each timed end to end."""
     from ..codec.encode import level_model
-    from ..modelfile import load_model
+    from ..model.file import load_model
     model, lanes, threads, adapt = level_model(setup.level, setup.model), setup.lanes, setup.threads, setup.adapt
     loaded = load_model(model)
     arc, back, stats = work / "shazip.shz", work / "shazip.back", work / "shazip.stats.json"

@@ -16,7 +16,8 @@ from typing import BinaryIO, Callable
 
 import click
 
-from ..errors import ArchiveError, CorruptArchive, FileTrouble, InputChanged, OutputExists, ShazipError, Skipped, UsageError
+from ..errors import (ArchiveError, CorruptArchive, FileTrouble, InputChanged, OutputExists, ShazipError, Skipped,
+                      UsageError)
 from ..optional import require
 from .flags import FLAGS, SUFFIX, file_options
 from .info import Table, list_archives
@@ -54,7 +55,7 @@ def compress_file(file: str, dest: str | None, force: bool, remove: bool, bar: b
     if dest is None and standard("stdout").isatty() and not force:
         raise FileTrouble("refusing to write compressed data to a terminal (use -o or redirect; -f forces)")
     from ..codec.encode import compress_stream, level_model
-    from ..modelfile import load_model
+    from ..model.file import load_model
     loaded = load_model(level_model(coding["level"], coding["model"]))  # before creating any output: a missing model leaves nothing behind
     with input_file(file, force) as src, output(dest, force, None if file == "-" else file) as dst:
         before = _identity(file, src)
@@ -299,7 +300,7 @@ def decompress_file(file: str, dest: str | None, force: bool, remove: bool, bar:
         raise UsageError("--recover reads a file (it searches it for the frames after a damaged one), not a stream")
     from ..codec.decode import decompress_stream
     from ..codec.recover import recover_stream
-    from ..modelfile import load_model
+    from ..model.file import load_model
     loaded = load_model(model) if model else None
     out = contextlib.nullcontext(_Discard()) if test else output(dest, force, None if file == "-" else file)
     lost = []

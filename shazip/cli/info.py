@@ -83,7 +83,7 @@ def _model_of(d: dict) -> tuple[str | None, str]:
     """(the name, as `--model` takes it here, of the model decoding an archive runs, None where
     none runs; a description for the listing). An archive at -1 or -2, or of stored and zstd
     blocks, records a model's id but decodes without it."""
-    from ..modelfile import BUNDLED_DIR, installed, installed_names
+    from ..model.file import BUNDLED_DIR, installed, installed_names
     known = installed_names(bytes.fromhex(d["model_id"]))
     name = d["model_name"] or (known[0] if known else None)
     if not _runs_model(d):

@@ -23,7 +23,7 @@ from .io import count, run_command
               "release of shazip bundles its models.")
 def models(add: str | None, name: str | None, bench_json: Path | None, into_package: bool) -> None:
     """List the models (your own, then the bundled ones), or add one with --add."""
-    from ..modelfile import BUNDLED_DIR, bundle_model, installed, user_models_dir
+    from ..model.file import BUNDLED_DIR, bundle_model, installed, user_models_dir
     if add:
         def body() -> None:
             try:

@@ -20,7 +20,7 @@ from ..format.frames import Chain, Frame, index, parse_table
 from ..format.header import MAX_HEADER, chained, headed
 from ..format.reader import ArchiveReader, Opened, first_unit, read_upto, record_length
 from ..hardware import Hardware, available_cores
-from ..modelfile import LoadedModel, find_model, model_label
+from ..model.file import LoadedModel, find_model, model_label
 from ..options import MAX_FRAME_IN_MEMORY
 from .arguments import as_buffer, known_keywords
 from .engines import (

@@ -18,7 +18,7 @@ from ..format.reader import read_upto
 from ..format.writer import ArchiveWriter
 from ..format.header import COMPACT, MAX_BLOCK_SIZE, Header, headed
 from ..errors import UsageError
-from ..modelfile import LoadedModel, stored_name
+from ..model.file import LoadedModel, stored_name
 from ..hardware import Hardware, available_cores
 from ..options import (
     ADAPT_CHOICES, DEFAULT_BLOCK_SIZE, DEFAULT_LANES, DEFAULT_LEVEL, DEVICES, LANE_FLOOR, LEVELS, MAX_LANES, LanePolicy,

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Callable, ContextManager
 from .. import core
 from ..errors import UnsupportedVersion, UsageError
 from ..hardware import Hardware, available_cores, torch_threads
-from ..modelfile import LoadedModel, load_model
-from ..numerics import ENGINE_VERSION
+from ..model.file import LoadedModel, load_model
+from ..model.numerics import ENGINE_VERSION
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..quant import IntModel
-    from .lane_batch import LaneBatch, Member
+    from ..model.twin import IntModel
+    from ..model.gpu import LaneBatch, Member
 
 
 class FloatEngine:
@@ -86,8 +86,8 @@ class IntEngine:
 class TwinEngine:
     """The integer-exact model as torch code (quant.IntModel) on a torch device: the GPU engine.
     Same integers as `IntEngine`, so the same archives; the stage and coders stay on the CPU. Its
-    lanes step in a `lane_batch.LaneBatch`: its own, or one shared with the other frames coded
-    at once on a GPU (`LaneBatching`). On CUDA a batch's step is a CUDA graph (quant.GraphedStep)
+    lanes step in a `gpu.LaneBatch`: its own, or one shared with the other frames coded
+    at once on a GPU (`LaneBatching`). On CUDA a batch's step is a CUDA graph (gpu.GraphedStep)
     of the compiled step, captured once for a layout of lanes and replayed for every block that
     fits it (`batch_for` says what the environment may change)."""
 
@@ -98,7 +98,7 @@ class TwinEngine:
 
     def __init__(self, loaded: LoadedModel, device: str, batch: LaneBatch | None = None) -> None:
         if batch is None:
-            from ..quant import IntModel
+            from ..model.twin import IntModel
             batch = batch_for(IntModel(loaded.int_weights(), device))
         self.model, self._member = batch.model, batch.member()
 
@@ -116,22 +116,22 @@ class TwinEngine:
 
 def batch_for(model: IntModel) -> LaneBatch:
     """A batch of lanes for `model`. On CUDA its step is a CUDA graph (unless
-    SHAZIP_CUDA_GRAPHS=0 asks for the eager step) of the compiled step (quant.compiled_advance,
+    SHAZIP_CUDA_GRAPHS=0 asks for the eager step) of the compiled step (gpu.compiled_advance,
     where Triton is installed, unless SHAZIP_GPU_COMPILE=0 asks for the twin's own kernels); on
     the CPU, the twin's eager step. The benchmark compares them."""
     from importlib.util import find_spec
 
-    from .lane_batch import LaneBatch
+    from ..model.gpu import LaneBatch
     cuda = model.device.type == "cuda"
     compiled = cuda and os.environ.get("SHAZIP_GPU_COMPILE", "1") != "0" and find_spec("triton") is not None
     return LaneBatch(model, graphs=cuda and os.environ.get("SHAZIP_CUDA_GRAPHS", "1") != "0", compiled=compiled)
 
 
-GPU_GROUPS = 2  # batches the frames coded at once on a GPU are split into (lane_batch.py says why)
+GPU_GROUPS = 2  # batches the frames coded at once on a GPU are split into (model/gpu.py says why)
 
 
 class LaneBatching:
-    """The frames coded at once on a GPU, their lanes stepped together (codec/lane_batch.py): per
+    """The frames coded at once on a GPU, their lanes stepped together (model/gpu.py): per
     model one integer model on the device and `groups` batches; frame worker w steps in batch
     w % groups. One per call (a Compressor, a decompression), so unrelated callers never wait on
     each other."""
@@ -149,7 +149,7 @@ class LaneBatching:
         return cls(hw.device, groups) if hw.device != "cpu" and hw.threads > 1 and groups > 0 else None
 
     def engine(self, loaded: LoadedModel, worker: int) -> TwinEngine:
-        from ..quant import IntModel
+        from ..model.twin import IntModel
         with self._lock:
             if loaded.model_id not in self._batches:
                 model = IntModel(loaded.int_weights(), self.device)

@@ -12,7 +12,7 @@ from ..errors import ArchiveError
 from ..format.frames import Chain
 from ..format.reader import ArchiveReader
 from ..format.header import MAGIC
-from ..modelfile import LoadedModel
+from ..model.file import LoadedModel
 from .decode import archive_blocks, memory_back
 from ..hardware import Hardware
 from .engines import Engines

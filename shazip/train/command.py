@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..config import PRESETS
+from ..model.config import PRESETS
 from ..errors import ShazipError
 from ..options import DEVICES
 from .trainer import TrainArgs, train

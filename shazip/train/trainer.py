@@ -44,10 +44,10 @@ import torch.nn.functional as F
 from . import checkpoint as pieces
 from .data import ByteStreams, Corpus
 from ..errors import UsageError
-from ..config import PRESETS, get_config
+from ..model.config import PRESETS, get_config
 from ..options import DEVICES
-from ..model import SHARNN, State
-from ..modelfile import load_model, save_model
+from ..model.sharnn import SHARNN, State
+from ..model.file import load_model, save_model
 from .optim import make_optimizer
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cache
+from .. import cache
+from ..errors import ModelError
 from .config import Config
-from .errors import ModelError
 from .numerics import (
-    EXP_ATT_FRAC, EXP_ATT_RANGE, EXP_OUT_FRAC, EXP_OUT_RANGE, FRAC, GATE_FRAC, INT64_SAFE, LUT_RANGE, NORM_GAIN_BITS, ONE,
+    EXP_ATT_FRAC, EXP_ATT_RANGE, EXP_OUT_FRAC, EXP_OUT_RANGE, GATE_FRAC, INT64_SAFE, LUT_RANGE, NORM_GAIN_BITS, ONE,
     R_MAX, TABLES,
 )
 

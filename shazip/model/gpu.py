@@ -1,4 +1,5 @@
-"""The lanes of several frames stepped as one batch: the GPU engine's step for frames coded at once.
+"""The GPU engine's steps: the twin's step graphed (one CUDA graph a step) or compiled (inductor's
+Triton kernels), and the lanes of several frames stepped as one batch, for frames coded at once.
 
 On a GPU a step of the integer model costs about the same from 64 lanes to thousands: it is
 hundreds of small kernels, bound by their launches, not by their work (docs/gpu.md). Frames
@@ -9,7 +10,7 @@ rows. Each frame's stage then codes its rows on its own core while the batch wai
 deposits, so the GPU's step and the stages alternate; two batches (frames split between them)
 keep the GPU busy while the other batch's stages run.
 
-Every lane's state is its own (its position too: `quant.IntState.pos` is per lane), so a lane's
+Every lane's state is its own (its position too: `twin.IntState.pos` is per lane), so a lane's
 integers do not depend on the batch it is in: the archives are those of the frames stepped alone.
 """
 
@@ -21,7 +22,92 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..quant import GraphedStep, IntModel, IntState, stepper
+from .twin import IntModel, IntState
+
+
+def advance(model: IntModel, state: IntState, x: torch.Tensor) -> torch.Tensor:
+    """One step that updates `state`'s own tensors in place (a CUDA graph's inputs and outputs
+    are fixed tensors); returns the frequencies."""
+    new, freq = model.step(state, x)
+    for mine, theirs in zip(state.h + state.c, new.h + new.c):
+        mine.copy_(theirs)
+    state.pos.copy_(new.pos)
+    return freq
+
+
+_compiled: list = []  # `compiled_advance`'s function, made once a process
+_compiling = threading.Lock()
+
+
+def compiled_advance():
+    """`advance` compiled by torch.compile (inductor: on CUDA, Triton kernels that fuse the
+    step's chains of per-element integer operations, most of its ~550 kernels, into a few
+    dozen; what is left, the int8 matmuls and the ring's float32 bmms, stays with the libraries).
+    Integer operations have one answer in any fusion, and the bmms are exact in any order (rule
+    2), so the integers are the eager step's (tested against it). Called with `lanes_dynamic`
+    tensors, one compilation serves every number of lanes; nothing else may vary: where the
+    sizes and integers turned symbolic (`dynamic=True`, or torch's automatic dynamic shapes
+    after a second model) inductor's CPU code gave other integers than the eager step
+    (2026-11-27), so another model gets a compilation of its own."""
+    if not _compiled:
+        compiled = torch.compile(advance)
+
+        def step(model: IntModel, state: IntState, x: torch.Tensor) -> torch.Tensor:
+            # what differs from a compilation's guards (another model's shapes and shifts) makes a
+            # new static compilation, never a symbolic one (the patch is the process's: one call
+            # at a time)
+            with _compiling, torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+                return compiled(model, state, x)
+        _compiled.append(step)
+    return _compiled[0]
+
+
+def lanes_dynamic(*tensors: torch.Tensor) -> None:
+    """Marks the lanes' dimension (the first) of a compiled step's inputs as varying."""
+    for t in tensors:
+        torch._dynamo.maybe_mark_dynamic(t, 0)
+
+
+def stepper(compiled: bool, *inputs: torch.Tensor):
+    """`advance`, or with `compiled` the compiled step, `inputs` (the tensors it will be called
+    with) marked `lanes_dynamic`."""
+    if not compiled:
+        return advance
+    lanes_dynamic(*inputs)
+    return compiled_advance()
+
+
+class GraphedStep:
+    """`IntModel.step` for one batch of lanes on CUDA, captured once as a CUDA graph and then
+    replayed: a step is one launch instead of the ~550 small kernels the twin runs eagerly (or
+    the few dozen of the compiled step, `compiled`). The same kernels run in the same order, so
+    the integers are the step's. The lanes' state lives in the graph's own tensors (`state`,
+    where given: a batch's, `LaneBatch`)."""
+
+    _capturing = threading.Lock()  # frames coded at once capture one at a time
+
+    def __init__(self, model: IntModel, lanes: int, state: IntState | None = None, compiled: bool = False) -> None:
+        self.state = model.init_state(lanes) if state is None else state
+        self.x = torch.zeros(lanes, dtype=torch.int64, device=model.device)
+        spare, side = model.init_state(lanes), torch.cuda.Stream(model.device)
+        step = stepper(compiled, self.x, *self.state.tensors(), *spare.tensors())
+        with GraphedStep._capturing:
+            side.wait_stream(torch.cuda.current_stream(model.device))
+            # libraries' lazy set-up (cuBLASLt) and the compilation happen before a capture, not in it
+            with torch.cuda.stream(side):
+                for _ in range(2):
+                    step(model, spare, self.x)
+            torch.cuda.current_stream(model.device).wait_stream(side)
+            self.graph = torch.cuda.CUDAGraph()
+            # other threads (frames at once) go on launching their own steps meanwhile
+            with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
+                self.freq = step(model, self.state, self.x).to(torch.int32)  # in [1, 2**30]: half the bytes back
+
+    def __call__(self, prev: np.ndarray) -> np.ndarray:
+        """prev: int64 [lanes] previous bytes -> int32 [lanes, 256] frequencies, on the CPU."""
+        self.x.copy_(torch.from_numpy(prev))
+        self.graph.replay()
+        return self.freq.cpu().numpy()
 
 
 class LaneBatch:

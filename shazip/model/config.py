@@ -1,6 +1,6 @@
 """The model's shape: its config, the named presets, and the tensors a model of a given shape has.
 
-Kept apart from model.py (torch) so that reading and checking a model file, and running it on
+Kept apart from sharnn.py (torch) so that reading and checking a model file, and running it on
 the native core, never imports torch."""
 
 from __future__ import annotations

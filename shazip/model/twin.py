@@ -3,25 +3,27 @@
 The rules and constants are in numerics.py, their derivation for a model in exact.py (both
 torch-free: the CPU path never imports torch). This module runs the same integers with torch operations on any device: tests
 compare the native core with it on every kernel path, and it is the engine on a GPU (where
-`torch._int_mm` and exact float32 `bmm`s over integer operands carry the matmuls, rule 2).
+`torch._int_mm` and exact float32 `bmm`s over integer operands carry the matmuls, rule 2), whose
+graphed and compiled steps are gpu.py's.
 """
 
 from __future__ import annotations
 
 import copy
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from . import exact, numerics
-from .errors import ModelError
-from .numerics import C_MAX, EXP_ATT_RANGE, EXP_OUT_RANGE, FRAC, GATE_FRAC, LUT_RANGE, MIX_MASS, NORM_GAIN_BITS, ONE, R_MAX
+from . import exact
+from ..errors import ModelError
+from .numerics import (
+    C_MAX, EXP_ATT_RANGE, EXP_OUT_RANGE, FRAC, GATE_FRAC, LUT_RANGE, MIX_MASS, NORM_GAIN_BITS, ONE, R_MAX,
+)
 
 if TYPE_CHECKING:
-    from .model import SHARNN
+    from .sharnn import SHARNN
 
 
 # ----------------------------------------------------------------------------------------------
@@ -128,7 +130,7 @@ class IntState:
     mem_e: int64 [B, M], each slot's row scale; pos: int64 [B], the bytes each lane has
     consumed (its slots < min(pos, M) filled), on the device, so that a step has the same shapes
     and no host value at every position (a CUDA graph replays it), and lanes of different frames,
-    at different positions, step in one batch (codec/lane_batch.py)."""
+    at different positions, step in one batch (gpu.py)."""
 
     h: list[torch.Tensor]
     c: list[torch.Tensor]
@@ -230,91 +232,6 @@ class IntModel:
         pre = b["boom"]([quantize_rows(b["ln_xff"](x))])
         g = lookup(self.tables["gelu"], pre) + (pre - LUT_RANGE * ONE).clamp_min(0)  # GELU(x) = x beyond 8
         return sum(g.split(self.cfg.d_model, dim=1))
-
-
-def advance(model: IntModel, state: IntState, x: torch.Tensor) -> torch.Tensor:
-    """One step that updates `state`'s own tensors in place (a CUDA graph's inputs and outputs
-    are fixed tensors); returns the frequencies."""
-    new, freq = model.step(state, x)
-    for mine, theirs in zip(state.h + state.c, new.h + new.c):
-        mine.copy_(theirs)
-    state.pos.copy_(new.pos)
-    return freq
-
-
-_compiled: list = []  # `compiled_advance`'s function, made once a process
-_compiling = threading.Lock()
-
-
-def compiled_advance():
-    """`advance` compiled by torch.compile (inductor: on CUDA, Triton kernels that fuse the
-    step's chains of per-element integer operations, most of its ~550 kernels, into a few
-    dozen; what is left, the int8 matmuls and the ring's float32 bmms, stays with the libraries).
-    Integer operations have one answer in any fusion, and the bmms are exact in any order (rule
-    2), so the integers are the eager step's (tested against it). Called with `lanes_dynamic`
-    tensors, one compilation serves every number of lanes; nothing else may vary: where the
-    sizes and integers turned symbolic (`dynamic=True`, or torch's automatic dynamic shapes
-    after a second model) inductor's CPU code gave other integers than the eager step
-    (2026-11-27), so another model gets a compilation of its own."""
-    if not _compiled:
-        compiled = torch.compile(advance)
-
-        def step(model: IntModel, state: IntState, x: torch.Tensor) -> torch.Tensor:
-            # what differs from a compilation's guards (another model's shapes and shifts) makes a
-            # new static compilation, never a symbolic one (the patch is the process's: one call
-            # at a time)
-            with _compiling, torch._dynamo.config.patch(automatic_dynamic_shapes=False):
-                return compiled(model, state, x)
-        _compiled.append(step)
-    return _compiled[0]
-
-
-def lanes_dynamic(*tensors: torch.Tensor) -> None:
-    """Marks the lanes' dimension (the first) of a compiled step's inputs as varying."""
-    for t in tensors:
-        torch._dynamo.maybe_mark_dynamic(t, 0)
-
-
-def stepper(compiled: bool, *inputs: torch.Tensor):
-    """`advance`, or with `compiled` the compiled step, `inputs` (the tensors it will be called
-    with) marked `lanes_dynamic`."""
-    if not compiled:
-        return advance
-    lanes_dynamic(*inputs)
-    return compiled_advance()
-
-
-class GraphedStep:
-    """`IntModel.step` for one batch of lanes on CUDA, captured once as a CUDA graph and then
-    replayed: a step is one launch instead of the ~550 small kernels the twin runs eagerly (or
-    the few dozen of the compiled step, `compiled`). The same kernels run in the same order, so
-    the integers are the step's. The lanes' state lives in the graph's own tensors (`state`,
-    where given: a batch's, codec/lane_batch.py)."""
-
-    _capturing = threading.Lock()  # frames coded at once capture one at a time
-
-    def __init__(self, model: IntModel, lanes: int, state: IntState | None = None, compiled: bool = False) -> None:
-        self.state = model.init_state(lanes) if state is None else state
-        self.x = torch.zeros(lanes, dtype=torch.int64, device=model.device)
-        spare, side = model.init_state(lanes), torch.cuda.Stream(model.device)
-        step = stepper(compiled, self.x, *self.state.tensors(), *spare.tensors())
-        with GraphedStep._capturing:
-            side.wait_stream(torch.cuda.current_stream(model.device))
-            # libraries' lazy set-up (cuBLASLt) and the compilation happen before a capture, not in it
-            with torch.cuda.stream(side):
-                for _ in range(2):
-                    step(model, spare, self.x)
-            torch.cuda.current_stream(model.device).wait_stream(side)
-            self.graph = torch.cuda.CUDAGraph()
-            # other threads (frames at once) go on launching their own steps meanwhile
-            with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
-                self.freq = step(model, self.state, self.x).to(torch.int32)  # in [1, 2**30]: half the bytes back
-
-    def __call__(self, prev: np.ndarray) -> np.ndarray:
-        """prev: int64 [lanes] previous bytes -> int32 [lanes, 256] frequencies, on the CPU."""
-        self.x.copy_(torch.from_numpy(prev))
-        self.graph.replay()
-        return self.freq.cpu().numpy()
 
 
 def float_params(model: SHARNN) -> dict[str, np.ndarray]:

@@ -20,7 +20,7 @@ the value gate is over-parameterized during training, vs = sigmoid(f) * tanh(c) 
 (`collapse_vs`), since it depends on no input.
 
 Quantization-aware training (`set_qat(True)`): every matmul input is fake-quantized per row
-and every matmul weight per output channel, as the integer engine (quant.py) quantizes them,
+and every matmul weight per output channel, as the integer engine (twin.py) quantizes them,
 with straight-through gradients. (The LSTM's recurrent h, which the engine keeps at a fixed
 1/127 step, is not: the fused LSTM kernel gives no hook inside the recurrence.)
 

@@ -35,16 +35,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .config import Config, tensor_shapes
-from .errors import ModelError
+from ..errors import ModelError
 
 if TYPE_CHECKING:
     import numpy as np
 
     from .exact import IntWeights
-    from .model import SHARNN
+    from .sharnn import SHARNN
 
 FORMAT = "shazip-model/1"
-BUNDLED_DIR = Path(__file__).parent / "models"
+BUNDLED_DIR = Path(__file__).parent.parent / "models"  # shazip/models/
 MAX_HEADER = 1 << 20  # a safetensors JSON header larger than this is not ours
 MAX_INDEX = 1 << 20  # a models folder's index.json larger than this is not one shazip wrote
 
@@ -100,7 +100,7 @@ class LoadedModel:
         if "torch" not in self._made:
             import torch
 
-            from .model import SHARNN
+            from .sharnn import SHARNN
             with torch.device("meta"):
                 model = SHARNN(self.cfg)
             model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in self.params.items()}, strict=True,
