@@ -223,6 +223,17 @@ def test_the_readme_headline_is_the_committed_measurement():
     assert listed and listed[0]["bits_per_byte"] == me["bits_per_byte"] and listed[0]["date"] == result["machine"]["date"]
 
 
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_of_the_package_is_over_500_lines():
+    """A module past MAX_MODULE_LINES holds more than one concept: it is split along its seams
+    (as cli/, format/ and model/ were), not let grow."""
+    long = {p.relative_to(ROOT).as_posix(): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, long
+
+
 def test_the_readme_layout_names_every_module():
     """README's layout table names every module of the package (by its path, or by its name under
     its folder's row), and the files it gives as `shazip -d`'s path exist: a module added, moved
