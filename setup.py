@@ -32,6 +32,7 @@ _pybind11_checked()
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext  # noqa: E402
 from setuptools import setup  # noqa: E402
+from setuptools.command.build_py import build_py  # noqa: E402
 
 ParallelCompile("SHAZIP_BUILD_JOBS", default=0).install()  # 0: every core
 
@@ -77,4 +78,15 @@ class BuildExt(build_ext):
         super().run()
 
 
-setup(ext_modules=[core, testing], libraries=[zstd], cmdclass={"build_ext": BuildExt})
+class BuildPy(build_py):
+    """The package's modules as they are now: a build folder keeps what earlier builds copied
+    there (a module since moved, renamed or removed), and the wheel takes everything in it."""
+
+    def run(self) -> None:
+        super().run()
+        now = {Path(p).resolve() for p in self.get_outputs(include_bytecode=False)}
+        for stale in [p for p in Path(self.build_lib, "shazip").rglob("*.py") if p.resolve() not in now]:
+            stale.unlink()
+
+
+setup(ext_modules=[core, testing], libraries=[zstd], cmdclass={"build_ext": BuildExt, "build_py": BuildPy})
