@@ -1,5 +1,5 @@
 """The three programs, shazip, unshazip and shazcat, as their console scripts and `python -m
-shazip` start them: the command line (cli.py) imported and run inside one guard, so that Ctrl-C
+shazip` start them: the command line (shazip/cli/) imported and run inside one guard, so that Ctrl-C
 while a program starts (its imports and its arguments: about its first tenth of a second) ends
 as it does later, in one line with exit status 130, never a traceback."""
 

@@ -225,7 +225,7 @@ def mutate(blob: bytes, rng: random.Random, donor: bytes | None = None) -> tuple
 
 
 # ----------------------------------------------------------------------------------------------
-# Damage to the frames of a framed output (chain.py): each frame and the seek table intact
+# Damage to the frames of a framed output (shazip/format/frames.py): each frame and the seek table intact
 
 
 def frames_of(framed: bytes) -> tuple[list[bytes], bytes]:
@@ -246,7 +246,7 @@ def frames_of(framed: bytes) -> tuple[list[bytes], bytes]:
 
 
 def _table(sizes: list[tuple[int, int]]) -> bytes:
-    """A seek table of these entries, its crc sealed as a writer's (seektable.pack, for any count)."""
+    """A seek table of these entries, its crc sealed as a writer's (frames.pack_table, for any count)."""
     body = b"".join(struct.pack("<QQ", a, d) for a, d in sizes) + struct.pack("<I", len(sizes))
     content = body + struct.pack("<I", zlib.crc32(body)) + b"SHZ\x8b"
     return b"SHZ\x8a" + struct.pack("<I", len(content)) + content

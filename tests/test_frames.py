@@ -23,7 +23,6 @@ FRAMED = dict(block_size=4000, frame_size=10000, lanes=2)  # frames of 3 blocks 
 
 
 @pytest.fixture(scope="module")
-
 def data(text) -> bytes:
     return text[:40000]
 

@@ -111,3 +111,42 @@ def test_a_seek_proves_the_frames_before_it_and_no_more(trained, data, framed):
         assert f.seek(0, io.SEEK_END) == len(data)
         f.seek(26000)
         assert f.read(5000) == data[26000:31000]
+
+
+class Bar:
+    """A progress bar as decompress_stream sees one: counts, and takes the total (`expect`)."""
+
+    def __init__(self) -> None:
+        self.told: list[int] = []
+
+    def __call__(self, n: int, bits: float = 0.0) -> None:
+        pass
+
+    def expect(self, total: int) -> None:
+        self.told.append(total)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_bar_is_told_the_total_however_long_the_frames(trained, data, framed, monkeypatch, threads):
+    """The total comes from every frame, also where the frames are too long to be held in memory
+    (then decoded one after the other, each header still read once)."""
+    from shazip.codec import decode
+    monkeypatch.setattr(decode, "MAX_FRAME_IN_MEMORY", 100)
+    bar, out = Bar(), io.BytesIO()
+    decode.decompress_stream(io.BytesIO(framed), out, trained, progress=bar, threads=threads)
+    assert out.getvalue() == data and bar.told == [len(data)]
+
+
+def test_a_bar_changes_nothing_of_a_damaged_stream_at_one_thread(trained, data, framed):
+    """At one thread the index only serves a bar's total: where it fails (here the seek table's
+    crc), the decoder writes and reports exactly what it does without a bar."""
+    from shazip.codec.decode import decompress_stream
+    bad = bytearray(framed)
+    bad[-6] ^= 1  # the seek table's crc
+    results = []
+    for progress in (None, Bar()):
+        out = io.BytesIO()
+        with pytest.raises(CorruptArchive) as e:
+            decompress_stream(io.BytesIO(bytes(bad)), out, trained, progress=progress, threads=1)
+        results.append((out.getvalue(), str(e.value)))
+    assert results[0] == results[1] and results[0][0] == data, results[0][1]

@@ -132,7 +132,6 @@ def _on_cluster(run: Settings, file: str, dest: str | None, compress: bool) -> N
 FILES = "files"  # the hidden command behind the gzip-style use
 
 
-
 class _ProgramContext(click.Context):
     """The file command's context: to its user it is the program itself, so its usage lines
     and errors say `shazip [OPTIONS] [FILES]...`, never the hidden command's name."""

@@ -11,7 +11,7 @@ import traceback
 import zlib
 from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
-from ..errors import ChecksumMismatch, CorruptArchive, ModelError, ShazipError, UnsupportedVersion
+from ..errors import ArchiveError, ChecksumMismatch, CorruptArchive, ModelError, ShazipError, UnsupportedVersion
 from ..format import crc
 from ..format.container import (
     BLOCK_HEADER_BYTES, MAX_TABLE, OVERRUN, SKIP_MAGIC, STAGED, TABLE_TAG, Place, bound_hint, verify_block,
@@ -70,6 +70,7 @@ def _decompressed(src: BinaryIO, model: str | LoadedModel | None, progress: Prog
             return
         if not concatenated and chain.between_outputs:
             raise CorruptArchive("trailing data after end of archive")
+    raise CorruptArchive("the archive changed while it was read (it holds more than the frames found at its start)")
 
 
 def _readers(src: BinaryIO, frames: list[Frame] | None) -> Iterator[ArchiveReader]:
@@ -321,17 +322,35 @@ def decompress_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | N
     out among them (`frames.Shares`; on a GPU: each with its engine there, its stage on a
     core); its structure is checked first, so a damaged one fails before anything is written."""
     hw = Hardware.of(threads, device)
-    expect = getattr(progress, "expect", None)  # a progress bar, told the total where it can be had
-    frames = index(src, MAX_FRAME_IN_MEMORY) if concatenated and (hw.threads > 1 or expect) else None
-    if frames is not None and expect is not None:
-        expect(sum(f.decoded for f in frames))
-    if frames is not None and len(frames) > 1 and hw.threads > 1:
+    frames = indexed(src, progress, hw.threads) if concatenated else None
+    if (frames is not None and len(frames) > 1 and hw.threads > 1
+            and all(f.end - f.start <= MAX_FRAME_IN_MEMORY for f in frames)):
         return _decoded_at_once(src, frames, dst, model, progress, hw)
     total = 0
     for block in _decompressed(src, model, progress, hw, concatenated, frames=frames):
         dst.write(block)
         total += len(block)
     return total
+
+
+def indexed(src: BinaryIO, progress: Progress | None, threads: int) -> list[Frame] | None:
+    """The frames of src (`index`: nothing decoded) where they serve: to be decoded several at
+    once (`threads` > 1: a damaged structure then fails here, before anything is written), or to
+    tell a progress that takes it (`expect`, a bar's) the total; None where src cannot seek, or
+    neither wants them. For the total alone, an index that fails is no error here: the decoder
+    reports the damage where it meets it, as without a bar."""
+    expect = getattr(progress, "expect", None)
+    if threads <= 1 and expect is None:
+        return None
+    try:  # (for the total, every frame however long; else frames that can be held in memory)
+        frames = index(src, None if expect is not None else MAX_FRAME_IN_MEMORY)
+    except (ArchiveError, OSError, ValueError):  # a device may say it seeks and then fail
+        if threads > 1:
+            raise
+        return None
+    if frames is not None and expect is not None:
+        expect(sum(f.decoded for f in frames))
+    return frames
 
 
 def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: str | LoadedModel | None,

@@ -6,7 +6,7 @@ An archive's header names its engine by id and version. Two exist:
 - int8 (id 1, the default) runs the integer-exact model (numerics.py). Its rows are the same
   integers on every machine, thread count, lane batch, kernel path and device, so its archives
   decode anywhere. It runs as `IntEngine` on the CPU (the native core: the block loop never
-  leaves C++, and torch is not imported) or as `TwinEngine` on a torch device (quant.IntModel:
+  leaves C++, and torch is not imported) or as `TwinEngine` on a torch device (twin.IntModel:
   a GPU, or the CPU for tests), whose rows go to the same stage and coders step by step.
 - float32 (id 0, `FloatEngine`) is the float model's own step: exact only on the machine and
   thread count that made the archive, whose thread count the header records. It is kept for
@@ -84,7 +84,7 @@ class IntEngine:
 
 
 class TwinEngine:
-    """The integer-exact model as torch code (quant.IntModel) on a torch device: the GPU engine.
+    """The integer-exact model as torch code (twin.IntModel) on a torch device: the GPU engine.
     Same integers as `IntEngine`, so the same archives; the stage and coders stay on the CPU. Its
     lanes step in a `gpu.LaneBatch`: its own, or one shared with the other frames coded
     at once on a GPU (`LaneBatching`). On CUDA a batch's step is a CUDA graph (gpu.GraphedStep)

@@ -13,7 +13,7 @@ from ..format.frames import Chain
 from ..format.reader import ArchiveReader
 from ..format.header import MAGIC
 from ..model.file import LoadedModel
-from .decode import archive_blocks, memory_back
+from .decode import archive_blocks, indexed, memory_back
 from ..hardware import Hardware
 from .engines import Engines
 
@@ -47,6 +47,7 @@ def recover_stream(src: BinaryIO, dst: BinaryIO, model: str | LoadedModel | None
     named at that point. A stream that ends while a frame is awaited is reported at its end.
     Every block written was verified. src must be seekable (a file)."""
     hw = Hardware.of(threads, device)
+    indexed(src, progress, 1)  # a bar's total, where the structure holds
     engines = Engines()
     lost: list[Lost] = []
     at, written = src.tell(), 0

@@ -69,7 +69,7 @@ def get_config(name: str, **overrides) -> Config:
 
 
 def tensor_shapes(cfg: Config) -> dict[str, tuple[int, ...]]:
-    """The state dict of `model.SHARNN(cfg)`: every tensor's name and shape (tests check the two
+    """The state dict of `sharnn.SHARNN(cfg)`: every tensor's name and shape (tests check the two
     agree), so a model file is checked against its config without building the model."""
     d, v = cfg.d_model, VOCAB
     shapes: dict[str, tuple[int, ...]] = {"embed.weight": (v, d), "out_bias": (v,)}

@@ -26,10 +26,10 @@ Fixed point. The residual stream is int32 in units of 2**-FRAC (FRAC = 10), clam
 or [0, EXP_RANGE) (exp). A matmul input is quantized per row (per lane) with a dynamic scale:
 q = round(127 y / e), e = max|y| of the row, so no calibration data is needed; weights are
 quantized per output channel, w = s_j q_j, s_j = max|w_j| / 127. Training's QAT phase
-(`model.fake_quant_rows`) applies the same two quantizers in float so the model learns to live
+(`sharnn.fake_quant_rows`) applies the same two quantizers in float so the model learns to live
 with them.
 
-The step has two implementations that must give the same integers: `quant.IntModel.step` (plain
+The step has two implementations that must give the same integers: `twin.IntModel.step` (plain
 torch, any device: the reference, "the twin") and the native core's (csrc/model, CPU, every kernel
 path); tests/test_core_model.py compares them. Both run the constants exact.py derives under these
 rules, from a model's float weights as numpy arrays, so neither reading a model nor running it on

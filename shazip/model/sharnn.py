@@ -61,7 +61,7 @@ class State:
 
 def fake_quant_rows(x: torch.Tensor) -> torch.Tensor:
     """Per-row dynamic int8 in float, as the integer engine quantizes every matmul input and
-    weight (quant.quantize_rows: q = round(127 y / e), e = max|y| of the row), with a
+    weight (twin.quantize_rows: q = round(127 y / e), e = max|y| of the row), with a
     straight-through gradient."""
     e = x.detach().abs().amax(dim=-1, keepdim=True).clamp_min(1e-12)
     q = torch.round(x * (127 / e)) * (e / 127)
