@@ -67,7 +67,7 @@ def _decompress_frame(url: str, frame: Frame, model: str | None, device: str) ->
     with fsspec.open(url, "rb") as f:
         f.seek(frame.start)
         archive = f.read(frame.end - frame.start)
-    return decode_frame(archive, frame.place, model, None, device)
+    return decode_frame(archive, frame.place, model, None, device, frame.opened)
 
 
 WORKERLESS_S = 30.0  # how long a run waits on a cluster without a worker before it gives up

@@ -384,11 +384,12 @@ def _decoded_at_once(src: BinaryIO, frames: list[Frame], dst: BinaryIO, model: s
 
 
 def decode_frame(archive: bytes, place: Place, model: str | LoadedModel | None, progress: Progress | None = None,
-                 device: str = "cpu") -> list[bytes]:
+                 device: str = "cpu", opened: Opened | None = None) -> list[bytes]:
     """The blocks of one frame decoded alone (frames at once, a Dask task), each verified; the
-    frame must stand at `place`, where `format.frames.index` found it. Its link to the frame before is
-    the caller's to check, in order (`linked`)."""
-    return _frame_decoded(archive, place, model, progress, Hardware.of(1, device), Engines())
+    frame must stand at `place`, where `format.frames.index` found it (`opened`: its header as
+    the index read it, not parsed again). Its link to the frame before is the caller's to check,
+    in order (`linked`)."""
+    return _frame_decoded(archive, place, model, progress, Hardware.of(1, device), Engines(), opened)
 
 
 def _frame_decoded(archive: bytes, place: Place, model: str | LoadedModel | None, progress: Progress | None,
