@@ -46,6 +46,9 @@ constexpr u32 DIGITS_MAX = 16;  // DIGITS: a run of digits is counted up to this
 constexpr int LINE_MATCHERS = 2;  // LINE_MATCH: one takes candidates in this line, one also in the line before
 constexpr u32 NUM_PLACES = 15;  // NUMBER: a number's digits before and after its point are counted to at most this
 constexpr u32 CELLS_MAX = 16;  // CELL_*: cells of a line tracked (the last takes the rest)
+constexpr int OFFSETS = 20;  // FLOAT_TAIL: the doubles this many ulps either side of the nearest...
+constexpr int CANDIDATES = 2 * OFFSETS + 1;  // ... are its candidates
+constexpr u32 STEP_NUMBERS = 16;  // LINE_STEP: the numbers of a line kept
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -102,6 +105,31 @@ struct Lane {
   // TOKENS: the hash of the current token (0 outside one) and the last 3 tokens ended, the latest first
   u32 token = 0;
   std::array<u32, 3> tokens{};
+  // FLOAT_TAIL: the current number's digits, and the printings of the doubles about its last run of
+  // 0s or 9s (floats.h)
+  struct Decimal {
+    u64 digits = 0;  // its digits as an integer
+    u32 count = 0, frac = 0;  // its significant digits, and those after its point
+    u32 run = 0, run_digit = 0;  // how many of its last digits equal the last one, and that digit
+    bool on = false, point = false, lost = false;  // in a number; after its point; in one too long to track
+    u64 key_d = 0;  // the candidates' short decimal key_d * 10**key_q (key_d 0: none yet)
+    int key_q = 0;
+    std::array<u64, CANDIDATES> S{};  // the 17 digits of the double `offset - OFFSETS` ulps from the nearest
+    int E = 0;  // ... their decimal exponent
+    u32 cls = 0;  // ... their class (the binary exponent's low bits)
+    u64 set = 0;  // the offsets whose printing agrees with the number so far
+  } decimal;
+  // LINE_STEP: the numbers of this line and of the line above, and the current one (steps.h)
+  struct Steps {
+    std::array<u64, STEP_NUMBERS> line_value{}, above_value{};
+    std::array<u8, STEP_NUMBERS> line_width{}, above_width{};  // their digits (0: too many to keep)
+    u32 count = 0, above_count = 0;  // this line's numbers so far (every one), the line above's kept
+    bool in = false;  // within a number
+    bool same = false;  // the line's last number was its above's
+    u64 value = 0;    // its value so far
+    u32 width = 0;    // its digits so far
+    u64 set = 0;      // the steps whose printing agrees with it
+  } steps;
 };
 
 // digits, lower and upper case letters, bytes above 127 (4 classes); space, newline, tab and

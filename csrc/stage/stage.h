@@ -64,10 +64,11 @@
 // with the stage version that added it; without its bit the stage computes exactly what it did
 // before. Each model's rules open the component it lives in: lane.h (what a lane tracks for
 // them), contexts.h (the context models, whose inputs come in extra_contexts()'s order, after
-// version 1's), runs.h, matches.h, cells.h, mixers.h, apms.h. The inputs, in order: the NN's
-// (nn_inputs.h); the context models' (contexts.h), then RUNS's one per hashed model; the match
-// models' two each, RECOVER's two, LINE_MATCH's two, CELL_ORDER's one and CELL_LEFT's two
-// (matches.h, cells.h); the bias.
+// version 1's), runs.h, matches.h, cells.h, floats.h, steps.h (with digit_mass.h), mixers.h,
+// apms.h. The inputs, in order: the NN's (nn_inputs.h); the context models' (contexts.h), then
+// RUNS's one per hashed model; the match models' two each, RECOVER's two, LINE_MATCH's two,
+// CELL_ORDER's one and CELL_LEFT's two (matches.h, cells.h); FLOAT_TAIL's two and LINE_STEP's two
+// (floats.h, steps.h); the bias.
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -76,8 +77,9 @@
 // The stage is made of components, one file each, composed by the Stage below: nn_inputs.h (the
 // NN's inputs), context_maps.h (the context models: contexts.h's contexts, lane.h's lane state,
 // runs.h), matches.h (the match models, RECOVER, LINE_MATCH), cells.h (the tables' inputs),
-// mixers.h (the mixers, by what selects their weight sets), apms.h (the APM stages); history.h
-// is the block's byte ring, params.h the parameters and the models' registry (models.def).
+// floats.h and steps.h (a number's next digit: FLOAT_TAIL, LINE_STEP), mixers.h (the mixers, by
+// what selects their weight sets), apms.h (the APM stages); history.h is the block's byte ring,
+// params.h the parameters and the models' registry (models.def).
 
 #include <algorithm>
 #include <array>
@@ -91,12 +93,14 @@
 #include "stage/cells.h"
 #include "stage/context_maps.h"
 #include "stage/contexts.h"
+#include "stage/floats.h"
 #include "stage/history.h"
 #include "stage/lane.h"
 #include "stage/matches.h"
 #include "stage/mixers.h"
 #include "stage/nn_inputs.h"
 #include "stage/params.h"
+#include "stage/steps.h"
 #include "stage/tables.h"
 
 namespace shazip::stage {
@@ -106,10 +110,10 @@ class Stage {
   // k: the kernel path of the mixers' arithmetic (any gives the same results)
   Stage(const std::vector<i64>& squash, const Params& p, const kernels::Kernels& k)
       : prm_(checked(p)), tb_(std::make_shared<const Tables>(squash)), k_(&k), nn_(p, *tb_), contexts_(p, *tb_),
-        matches_(p), cells_(p), apms_(p, *tb_),
+        matches_(p), cells_(p), floats_(p), steps_(p), apms_(p, *tb_),
         history_(p.history_bits, p.match || p.column || (p.extras & HISTORY_USERS)) {
     if (p.has(INDIRECT)) indirect_ = Indirect(p.table_bits);
-    n_inputs_ = nn_.inputs() + contexts_.inputs() + matches_.inputs() + cells_.inputs() + 1;  // + bias
+    n_inputs_ = nn_.inputs() + contexts_.inputs() + matches_.inputs() + cells_.inputs() + floats_.inputs() + steps_.inputs() + 1;  // + bias
     if (n_inputs_ > MAX_INPUTS) throw std::invalid_argument("too many context models");
     mixers_ = Mixers(p, k, n_inputs_);
   }
@@ -137,6 +141,7 @@ class Stage {
     const u32 c1 = u32(L.hist & 0xFF);
     // the byte's contexts: what the matches predict, the lane's fields and cells, the hashes
     const Predictions e = matches_.predict(L, b, at, history_);
+    const DigitMass tail = floats_.predict(L);
     const auto lane_byte = [&](u32 q) { return history_.byte(at.base + b * at.span + q, at); };
     if (prm_.extras & ABOVE_USERS) L.above = field_above(L, lane_byte);
     if (prm_.extras & CELLS_USERS) cells_before(L, lane_byte);
@@ -145,6 +150,7 @@ class Stage {
     contexts_.begin_byte(L, to);
     nn_.begin_byte(freq);
     mixers_.begin_byte(L);
+    steps_.begin_byte();
     mixers_.prefetch(L, 0, 1, e.expect[0]);
     apms_.prefetch(L, 1);
     nn_.prefetch(1, c1);
@@ -163,6 +169,8 @@ class Stage {
       const int seen = contexts_.bit_inputs(tb, k, c0, x, n);
       const MatchContexts mcx = matches_.bit_inputs(tb, L, e, k, c0, x, n);
       cells_.bit_inputs(tb, L, k, c0, x, n);
+      floats_.bit_inputs(tb, tail, k, c0, x, n);
+      steps_.bit_inputs(tb, L, k, c0, x, n);
       x[n++] = 256;  // bias
       const int xm = mixers_.mix(L, {k, c0, seen, e.expect[0], e.band[0], mcx.match[0]}, x, x[0]);
       const int p = apms_.refine(tb, L, xm, tb.sq(xm), c0, mcx.match[0]);
@@ -174,6 +182,8 @@ class Stage {
       contexts_.update(tb, y);
       matches_.update(tb, mcx, y);
       cells_.update(tb, y);
+      floats_.update(tb, y);
+      steps_.update(tb, y);
       c0 = c0 * 2 + y;
     }
     const int c = c0 & 255;
@@ -194,6 +204,8 @@ class Stage {
     track(L, c, before, prm_.extras);
     history_.put(pos, c);
     matches_.after_byte(L, b, at, history_, pos, c);
+    floats_.after_byte(L, c, before);
+    steps_.after_byte(L, c);
   }
 
  private:
@@ -217,6 +229,8 @@ class Stage {
   ContextMaps contexts_;
   Matches matches_;
   CellInputs cells_;
+  FloatTail floats_;
+  LineStep steps_;
   APMs apms_;
   History history_;
   Indirect indirect_;  // INDIRECT's tables

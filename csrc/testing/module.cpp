@@ -214,6 +214,46 @@ PYBIND11_MODULE(_testing, m) {
     return predicted_set(e, c0);
   });
   m.def("nest_context", [](const py::bytes& data) { return nest_context(lane_after(std::string(data))); });
+  m.def("float_candidates", [](u64 d, int q) -> py::object {
+    std::array<u64, CANDIDATES> S;
+    int E = 0;
+    u32 cls = 0;
+    if (!float_candidates(d, q, S, E, cls)) return py::none();
+    return py::make_tuple(E, cls, std::vector<u64>(S.begin(), S.end()));
+  });
+  m.def("line_step", [](const py::bytes& data) {  // LINE_STEP's lane after `data`: the numbers above and the current one
+    Params p{};
+    p.extras = LINE_STEP;
+    LineStep model(p);
+    Lane L;
+    for (unsigned char c : std::string(data)) model.after_byte(L, c);
+    const Lane::Steps& S = L.steps;
+    std::vector<std::pair<u64, int>> above;
+    for (u32 i = 0; i < S.above_count; ++i) above.emplace_back(S.above_value[i], S.above_width[i]);
+    std::vector<int> set;
+    for (int j = 0; j < STEPS; ++j)
+      if (S.set >> j & 1) set.push_back(j - STEP_BELOW);
+    return py::dict(py::arg("above") = above, py::arg("count") = S.count, py::arg("in") = S.in,
+                    py::arg("value") = S.value, py::arg("width") = S.width, py::arg("set") = set);
+  });
+  m.def("float_tail", [](const py::bytes& data) {  // FLOAT_TAIL's lane after `data`: its number and candidates
+    Params p{};
+    p.extras = FLOAT_TAIL;
+    FloatTail model(p);
+    Lane L;
+    int before = 0;
+    for (unsigned char c : std::string(data)) {
+      model.after_byte(L, c, before);
+      before = c;
+    }
+    const Lane::Decimal& N = L.decimal;
+    std::vector<int> set;
+    for (int j = 0; j < CANDIDATES; ++j)
+      if (N.set >> j & 1) set.push_back(j - OFFSETS);
+    return py::dict(py::arg("on") = N.on, py::arg("digits") = N.digits, py::arg("count") = N.count,
+                    py::arg("frac") = N.frac, py::arg("run") = N.run, py::arg("run_digit") = N.run_digit,
+                    py::arg("E") = N.E, py::arg("set") = set);
+  });
   m.def("cell_contexts", &cell_contexts);
   m.def("byte_class", [](int c) {
     require(c >= 0 && c < 256, "a byte");

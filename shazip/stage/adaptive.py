@@ -50,8 +50,8 @@ TEXT_FLAGS = ("tokens", "this_token", "nest")  # versions 15's and 16's token mo
 # sparse, version 2's 5, version 3's 1, version 4's 1, version 8's 2, version 9's 1, version 10's 1,
 # version 11's 1, version 13's 1, version 14's 1, version 15's 6 and version 16's 4) with version 12's
 # run tables of 2**19 entries each, version 15's order-3 indirect table of 2**23 u16, a 2**26-byte
-# history and 2**24 match entries (about 0.85 GB), beside the mixers' weights (at most 311,000 sets of 86
-# inputs, 107 MB, version 17's four mixers 90 MB of them), whatever a damaged or hostile header says.
+# history and 2**24 match entries (about 0.85 GB), beside the mixers' weights (at most 311,000 sets of 90
+# inputs, 112 MB, version 17's four mixers 94 MB of them), whatever a damaged or hostile header says.
 ARCHIVE_LIMITS = {"table_bits": (12, 24), "history_bits": (12, 26), "match_bits": (10, 24), "match_min": (2, 8),
                   "mixer_lr": (1, 64)}
 TABULAR_SAMPLE = 1 << 16  # bytes of an input's start that `looks_tabular` reads
@@ -123,7 +123,7 @@ class AdaptiveParams:
     def at_version(self, version: int) -> AdaptiveParams:
         """These parameters without the models of stage versions after `version` (EXTRAS_OF):
         what that version's shazip wrote (version 1: shazip 0.5, 2: 0.6, 3: 0.7, 4: 0.8, 5: 0.9, 6: 0.10,
-        7: 0.11, 8: 0.12, 9: 0.13, 10: 0.14, 11: 0.15, 12: 0.16, 13 and 14: 0.17, 15: 0.18, 16: 0.19, 17: 0.20)."""
+        7: 0.11, 8: 0.12, 9: 0.13, 10: 0.14, 11: 0.15, 12: 0.16, 13 and 14: 0.17, 15: 0.18, 16: 0.19, 17: 0.20, 18: 0.22)."""
         return replace(self, **dict.fromkeys(EXTRA_FLAGS[EXTRAS_OF[version]:], False))
 
     @property
@@ -139,7 +139,7 @@ class AdaptiveParams:
 
     def pack(self) -> bytes:
         """What an archive's header records (docs/format.md): 8 bytes for version 1, 9 for 2 and 3,
-        10 for 4 to 8, 11 for 9 to 13, 12 for 14 and 15, 13 for 16 and 17 (`extras` as a little-endian
+        10 for 4 to 8, 11 for 9 to 13, 12 for 14 and 15, 13 for 16 and 17, 14 for 18 (`extras` as a little-endian
         integer of PARAMS_BYTES - 8 bytes)."""
         orders = sum(1 << (o - 1) for o in self.orders)
         models = sum(int(getattr(self, name)) << i for i, name in enumerate(MODEL_FLAGS))
