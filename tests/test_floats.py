@@ -181,3 +181,26 @@ def test_golden_number_models_archive(trained, lanes):
     assert shazip.decompress(golden, model=trained) == data
     assert shazip.compress(data, model=trained, lanes=lanes, methods=frozenset({Method.MIXED}),
                            adapt=AdaptiveParams().at_version(18)) == golden
+
+
+def test_the_number_models_code_alike_on_every_kernel_path_and_thread_count(trained):
+    """Their inputs feed the mixers, whose arithmetic each kernel path runs: every path this CPU
+    runs makes the same payloads of numbers in two blocks (3 lanes, then 1), decoded by another
+    stage; and an archive of them is the same at one thread and at two."""
+    from shazip import _core
+    data = numbers_text()
+    rows = bigram_rows(data)
+    params = replace(SMALL, float_tail=True, line_step=True)
+    made = set()
+    for path in _core.available_kernels():
+        enc, dec = AdaptiveStage(params, path), AdaptiveStage(params, path)
+        payloads = []
+        for lanes, block in ((3, data[:6000]), (1, data[6000:])):
+            payload, _ = encode(enc, block, lanes, rows)
+            assert decode(dec, payload, len(block), lanes, rows, block) == block
+            payloads.append(payload)
+        made.add(tuple(payloads))
+    assert len(made) == 1
+    archives = {shazip.compress(data * 4, model=trained, level=6, block_size=8000, threads=t) for t in (1, 2)}
+    assert len(archives) == 1
+    assert shazip.decompress(archives.pop(), model=trained) == data * 4
