@@ -322,13 +322,13 @@ def test_warm_mixer_rate_by_hand():
         assert new_w == [wi + ((xi * (65536 - p) * rate + 2**19) >> 20) for wi, xi in zip(w, x)]
 
 
-def records_payloads(p: AdaptiveParams, kernels: str = "auto") -> list[bytes]:
-    """RECORDS coded by one stage in two blocks (3 lanes, then 1), each decoded by another stage
-    and checked: the payloads."""
-    rows = bigram_rows(RECORDS)
+def records_payloads(p: AdaptiveParams, kernels: str = "auto", data: bytes = RECORDS) -> list[bytes]:
+    """`data` (RECORDS) coded by one stage in two blocks (its first 7000 bytes in 3 lanes, then the
+    rest in 1), each decoded by another stage and checked: the payloads."""
+    rows = bigram_rows(data)
     enc_stage, dec_stage = AdaptiveStage(p, kernels), AdaptiveStage(p, kernels)
     payloads = []
-    for lanes, block in ((3, RECORDS[:7000]), (1, RECORDS[7000:])):
+    for lanes, block in ((3, data[:7000]), (1, data[7000:])):
         payload, _ = encode(enc_stage, block, lanes, rows)
         assert decode(dec_stage, payload, len(block), lanes, rows, block) == block
         payloads.append(payload)
