@@ -272,7 +272,7 @@ class FloatTail {
     if (!on_) return;
     Lane::Decimal& N = L.decimal;
     const bool digit = c >= '0' && c <= '9';
-    if (!digit && N.set && !(c == '.' && !N.point)) learn(N);
+    if (!digit && N.set) learn(N);  // a set is made after the point: any other byte ends the number
     track_decimal(N, c, before);
     if (!N.on || !N.point) return;
     if (N.set && digit) N.set = agreeing(N, N.set);

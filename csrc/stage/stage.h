@@ -150,7 +150,6 @@ class Stage {
     contexts_.begin_byte(L, to);
     nn_.begin_byte(freq);
     mixers_.begin_byte(L);
-    steps_.begin_byte();
     mixers_.prefetch(L, 0, 1, e.expect[0]);
     apms_.prefetch(L, 1);
     nn_.prefetch(1, c1);

@@ -56,14 +56,11 @@ class LineStep {
       : on_(p.has(LINE_STEP)), counts_(on_ ? STEP_CLASSES : 0, STEPS), inputs_(STEP_FIRST_BIT) {}
   int inputs() const { return 2 * on_; }
 
-  void begin_byte() { ready_ = false; }
-  // the bit's inputs; the digits' masses made at the first bit that needs them
+  // the bit's inputs; the digits' masses made at the first bit that reads them, where the bits so
+  // far are a digit's (else no digit agrees with them: the inputs are 0 whatever the masses)
   void bit_inputs(const Tables& tb, const Lane& L, int k, int c0, i32* x, int& count) {
     if (!on_) return;
-    if (k == STEP_FIRST_BIT && !ready_) {
-      mass_ = masses(L.steps);
-      ready_ = true;
-    }
+    if (k == STEP_FIRST_BIT) mass_ = c0 == ('0' >> 4 | 16) ? masses(L.steps) : DigitMass{};
     inputs_.bit_inputs(tb, k >= STEP_FIRST_BIT ? mass_ : DigitMass{}, k, c0, x, count);
   }
   void update(const Tables& tb, int y) {
@@ -151,8 +148,7 @@ class LineStep {
   bool on_ = false;
   CandidateCounts counts_;  // the steps' counts by the number's place in its line
   DigitInputs inputs_;
-  DigitMass mass_;  // this byte's, once made
-  bool ready_ = false;
+  DigitMass mass_;  // this byte's, from bit STEP_FIRST_BIT on
 };
 
 }  // namespace shazip::stage
