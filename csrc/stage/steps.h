@@ -15,7 +15,9 @@
 //                  (its digits, padded with leading zeros to w where w is more than a's digits). set =
 //                  those whose printing begins with number i's digits so far (all of them before its
 //                  first). When a byte ends number i, the smallest step of set whose printing is the
-//                  number is learned (digit_mass.h's counts, class min(i, STEP_CLASSES - 1)).
+//                  number is learned (digit_mass.h's counts, class min(i, STEP_NUMBERS - 1) * 2 + same,
+//                  same: the line's number before it printed its above's value and width; false at a
+//                  line's start), and same becomes whether number i did.
 //   inputs         two after FLOAT_TAIL's, digit_mass.h's from bit STEP_FIRST_BIT (where the bits so far
 //                  say the byte is '0'-'?': within a number or where one may start, the digits come
 //                  from here): before a byte that goes on number i, or would start number i (the byte
@@ -146,7 +148,7 @@ class LineStep {
   }
 
   bool on_ = false;
-  CandidateCounts counts_;  // the steps' counts by the number's place in its line
+  CandidateCounts counts_;  // the steps' counts by the number's place in its line and `same`
   DigitInputs inputs_;
   DigitMass mass_;  // this byte's, from bit STEP_FIRST_BIT on
 };
