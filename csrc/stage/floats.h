@@ -208,6 +208,15 @@ inline bool float_candidates(u64 d, int q, std::array<u64, CANDIDATES>& S, int& 
   return true;
 }
 
+// No number: the state cleared but the candidates' digits, which only `set` reads (a byte outside a
+// number costs no copy of them)
+inline void clear(Lane::Decimal& N) {
+  N.digits = N.key_d = N.set = 0;
+  N.count = N.frac = N.run = N.run_digit = 0;
+  N.key_q = 0;
+  N.on = N.point = N.lost = false;
+}
+
 // The number's decimal state after byte c, which followed `before` (the contract's `decimal`)
 inline void track_decimal(Lane::Decimal& N, int c, int before) {
   const bool digit = c >= '0' && c <= '9';
@@ -218,7 +227,7 @@ inline void track_decimal(Lane::Decimal& N, int c, int before) {
     const u32 v = u32(c - '0');
     if (N.count || v) ++N.count;
     if (N.count > DECIMAL_DIGITS) {
-      N = Lane::Decimal{};
+      clear(N);
       N.lost = true;
       return;
     }
@@ -227,15 +236,15 @@ inline void track_decimal(Lane::Decimal& N, int c, int before) {
     N.run = v == N.run_digit ? N.run + 1 : 1;
     N.run_digit = v;
   } else if (digit && !word) {
-    N = Lane::Decimal{};
+    clear(N);
     N.on = true;
     N.digits = N.run_digit = u32(c - '0');
     N.count = N.digits != 0;
     N.run = 1;
   } else if (c == '.' && N.on && !N.point) {
     N.point = true;
-  } else if (!digit) {
-    N = Lane::Decimal{};
+  } else if (!digit && (N.on || N.lost)) {
+    clear(N);
   }
 }
 

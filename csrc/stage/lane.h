@@ -114,7 +114,7 @@ struct Lane {
     bool on = false, point = false, lost = false;  // in a number; after its point; in one too long to track
     u64 key_d = 0;  // the candidates' short decimal key_d * 10**key_q (key_d 0: none yet)
     int key_q = 0;
-    std::array<u64, CANDIDATES> S{};  // the 17 digits of the double `offset - OFFSETS` ulps from the nearest
+    std::array<u64, CANDIDATES> S{};  // the 17 digits of the double `offset - OFFSETS` ulps from the nearest (read through set)
     int E = 0;  // ... their decimal exponent
     u32 cls = 0;  // ... their class (the binary exponent's low bits)
     u64 set = 0;  // the offsets whose printing agrees with the number so far
