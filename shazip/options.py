@@ -91,15 +91,17 @@ class Level:
 # lane, 16 % of -9's time end to end): a few per cent of their time, where the model's long lanes cost
 # several times the stage's. Level 2, the stage alone, keeps version 11's models: there the stage is all
 # of the time. Levels 2-9 have version 18's models of numbers, the float tail and the line steps
-# (canada.json 7.1 % smaller, logs 0.6 %, prose within 0.01 %, for no time; "Stage version 18"). Where every block is one lane (-2, -9) the stage's models of a lane's own statistics are
-# left out (LanePolicy.one_lane).
+# (canada.json 7.1 % smaller, logs 0.6 %, prose within 0.01 %, for no time; "Stage version 18") and
+# version 19's number echo (logs and JSON up to 3 % smaller, text without numbers unchanged, for no
+# time; "Stage version 19"). Where every block is one lane (-2, -9) the stage's models of a lane's
+# own statistics are left out (LanePolicy.one_lane).
 # Levels 3-5 code with `mini` (d 128, models/README.md), whose step costs 0.38x `default`'s: on large
 # inputs their lanes are those of -6 (at most DEFAULT_LANES a block), so the model is what sets them
 # apart: on the suite -5 is 1.031x -6's bytes, one core 1.65x as fast (benchmarks/JOURNAL.md, "mini").
 RECORDS = ("fields", "brackets", "layered", "shape", "local_match", "local_ctx", "warm", "match_ctx",  # 2-3
            "field_value", "field_eq", "match_apm", "digits", "recover", "line_match", "number", "record",  # 4-8
            "predicted", "class_mix", "state_mix", "cell_left", "cell_order", "last_number",  # 9-11
-           "float_tail", "line_step")  # 18
+           "float_tail", "line_step", "number_echo")  # 18-19
 HEAVY = ("group_word", "group_mix", "group_apm", "tokens", "indirect", "places", "cell_up", "this_token", "nest",
          "order_mix", "nn_final", "place_mix", "match_mix")
 STAGE_ALONE = ("word", "column", "sparse", "match", "apm") + RECORDS + ("slow_final", "seed_sets")

@@ -436,8 +436,8 @@ def test_golden_stage_version_archives(trained, text, version):
     by default for tables), 11 (the last-number context), 12 (the run inputs), 13 (the groups
     context), 14 (the group word, mixer and APM), 15 (the tokens and indirect contexts), 16 (the
     slow final mixer, the places, cell, current-token and nest contexts) and 17 (the seeded weight
-    sets, the order, place and match mixers and the NN's final input; levels 2-9) and 18 (the float
-    tail and the line steps; levels 2-9): the same two
+    sets, the order, place and match mixers and the NN's final input; levels 2-9), 18 (the float
+    tail and the line steps; levels 2-9) and 19 (the number echo; levels 2-9): the same two
     calls as the version 1 golden files, frozen in golden-mixed-sV.shz and golden-solo-sV.shz;
     each version's parameters without its models write the version before's."""
     adapt = AdaptiveParams().at_version(version)
@@ -484,12 +484,12 @@ def test_a_header_pairing_the_float_engine_with_the_stage_is_refused(trained, te
 # a change to how levels are described (options.LEVELS) cannot change what any level writes.
 LEVEL_STAGES = {
     1: ("161814061000af37",) * 4,
-    2: ("161814061000af37cfff27208401", "161814061000af37cfff3f208401", "161814061000af37ffff27208401",
-        "161814061000af37ffff3f208401"),
-    **dict.fromkeys((3, 4, 5, 6), ("161814061000af3bcfffe7208401", "161814061000af3bcfffff208401",
-                                   "161814061000af3bffffe7208401", "161814061000af3bffffff208401")),
-    **dict.fromkeys((7, 8, 9), ("161814061000af3fcfffe77fff01", "161814061000af3fcffffff7fc01",
-                                "161814061000af3fffffe77fff01", "161814061000af3ffffffff7fc01")),
+    2: ("161814061000af37cfff27208403", "161814061000af37cfff3f208403", "161814061000af37ffff27208403",
+        "161814061000af37ffff3f208403"),
+    **dict.fromkeys((3, 4, 5, 6), ("161814061000af3bcfffe7208403", "161814061000af3bcfffff208403",
+                                   "161814061000af3bffffe7208403", "161814061000af3bffffff208403")),
+    **dict.fromkeys((7, 8, 9), ("161814061000af3fcfffe77fff03", "161814061000af3fcffffff7fc03",
+                                "161814061000af3fffffe77fff03", "161814061000af3ffffffff7fc03")),
 }
 
 

@@ -25,7 +25,7 @@ constexpr int APM_CELLS = 33;
 constexpr int APM_RATE = 7;
 constexpr i64 FREQ_MAX = i64(1) << 30;
 constexpr i64 MAX_LANES = 65536, MAX_SPAN = i64(1) << 31;  // lane offsets are uint32
-constexpr int MAX_INPUTS = 90;  // every model with all 8 orders
+constexpr int MAX_INPUTS = 92;  // every model with all 8 orders
 constexpr int MATCH_BANDS = 20;  // match-length buckets of the match model's state map
 
 inline int clampi(i64 x, i64 lo, i64 hi) { return int(std::min(std::max(x, lo), hi)); }

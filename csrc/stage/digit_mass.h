@@ -1,6 +1,7 @@
 // A number's next digit from weighted candidates: the models that know a number's possible printings
-// (FLOAT_TAIL: the doubles about a short decimal; LINE_STEP: the line above's number plus a step)
-// learn how often each candidate is the one printed, and give the digits' masses as two inputs.
+// (FLOAT_TAIL: the doubles about a short decimal; LINE_STEP: the line above's number plus a step;
+// NUMBER_ECHO: the digits of a recent number) learn how often each candidate is the one printed, and
+// give the digits' masses as two inputs.
 //
 // CONTRACT (the rules every model keeps are atop stage.h):
 //   counts         each model keeps counts[class][j] for its candidates j by a class of its own,
@@ -8,8 +9,9 @@
 //                  above MASS_LIMIT each becomes (count + 1) / 2.
 //   mass           before a byte the model names, for the candidates still agreeing with the number
 //                  so far, the digit each prints next (none where its printing ends); mass[d] = the sum
-//                  of their counts over those printing d, plus floor = (the sum over every d) /
-//                  MASS_FLOOR + 1 for each digit; none where the sum is 0.
+//                  of their counts over those printing d (and what the model's own rules add), plus
+//                  floor = (the sum over every d) / MASS_FLOOR + 1 for each digit; none where the sum
+//                  is 0.
 //   inputs         two. At bit k >= the model's first bit, with c0 the bits so far, over the digits
 //                  whose byte '0' + d agrees with c0: p = clamp(floor((m1 * 65536 + t / 2) / t), 1,
 //                  65535), t their mass, m1 that of those whose bit k is 1; input 1 = stretch[p], input

@@ -49,6 +49,8 @@ constexpr u32 CELLS_MAX = 16;  // CELL_*: cells of a line tracked (the last take
 constexpr int OFFSETS = 20;  // FLOAT_TAIL: the doubles this many ulps either side of the nearest...
 constexpr int CANDIDATES = 2 * OFFSETS + 1;  // ... are its candidates
 constexpr u32 STEP_NUMBERS = 16;  // LINE_STEP: the numbers of a line kept
+constexpr u32 ECHO_NUMBERS = 64;  // NUMBER_ECHO: the lane's last numbers kept...
+constexpr u32 ECHO_DIGITS = 24;  // ... the first this many digits of each
 
 // One lane's context within a block: its own previous bytes, words, lines and match
 struct Lane {
@@ -130,6 +132,18 @@ struct Lane {
     u32 width = 0;    // its digits so far
     u64 set = 0;      // the steps whose printing agrees with it
   } steps;
+  // NUMBER_ECHO: the last numbers' digits, and the current one's (echoes.h)
+  struct Echoes {
+    std::array<std::array<u8, ECHO_DIGITS>, ECHO_NUMBERS> numbers{};  // a ring, the latest at head
+    std::array<u8, ECHO_NUMBERS> width{};  // their digits kept
+    u32 head = 0;
+    u64 kept = 0;  // the ranks that hold a number (bit r: rank r)
+    std::array<u8, ECHO_DIGITS> digits{};  // the current number's first digits
+    u32 count = 0;  // its digits so far (every one; 0 outside a number)
+    bool in = false, point = false;  // within a number; after a '.' in it
+    u64 set = 0;  // the ranks whose digits begin with its own so far
+    u32 label = 0;  // a hash of the bytes since the last number ended
+  } echoes;
 };
 
 // digits, lower and upper case letters, bytes above 127 (4 classes); space, newline, tab and

@@ -64,11 +64,11 @@
 // with the stage version that added it; without its bit the stage computes exactly what it did
 // before. Each model's rules open the component it lives in: lane.h (what a lane tracks for
 // them), contexts.h (the context models, whose inputs come in extra_contexts()'s order, after
-// version 1's), runs.h, matches.h, cells.h, floats.h, steps.h (with digit_mass.h), mixers.h,
+// version 1's), runs.h, matches.h, cells.h, floats.h, steps.h, echoes.h (with digit_mass.h), mixers.h,
 // apms.h. The inputs, in order: the NN's (nn_inputs.h); the context models' (contexts.h), then
 // RUNS's one per hashed model; the match models' two each, RECOVER's two, LINE_MATCH's two,
-// CELL_ORDER's one and CELL_LEFT's two (matches.h, cells.h); FLOAT_TAIL's two and LINE_STEP's two
-// (floats.h, steps.h); the bias.
+// CELL_ORDER's one and CELL_LEFT's two (matches.h, cells.h); FLOAT_TAIL's two, LINE_STEP's two and
+// NUMBER_ECHO's two (floats.h, steps.h, echoes.h); the bias.
 // The mixers' dot products and training run on the kernel path chosen at run time (kernels.h):
 // every path computes the integers above.
 // The only floating point is the optional measurement of the ideal code length (sum of
@@ -77,9 +77,9 @@
 // The stage is made of components, one file each, composed by the Stage below: nn_inputs.h (the
 // NN's inputs), context_maps.h (the context models: contexts.h's contexts, lane.h's lane state,
 // runs.h), matches.h (the match models, RECOVER, LINE_MATCH), cells.h (the tables' inputs),
-// floats.h and steps.h (a number's next digit: FLOAT_TAIL, LINE_STEP), mixers.h (the mixers, by
-// what selects their weight sets), apms.h (the APM stages); history.h is the block's byte ring,
-// params.h the parameters and the models' registry (models.def).
+// floats.h, steps.h and echoes.h (a number's next digit: FLOAT_TAIL, LINE_STEP, NUMBER_ECHO),
+// mixers.h (the mixers, by what selects their weight sets), apms.h (the APM stages); history.h is
+// the block's byte ring, params.h the parameters and the models' registry (models.def).
 
 #include <algorithm>
 #include <array>
@@ -93,6 +93,7 @@
 #include "stage/cells.h"
 #include "stage/context_maps.h"
 #include "stage/contexts.h"
+#include "stage/echoes.h"
 #include "stage/floats.h"
 #include "stage/history.h"
 #include "stage/lane.h"
@@ -110,10 +111,11 @@ class Stage {
   // k: the kernel path of the mixers' arithmetic (any gives the same results)
   Stage(const std::vector<i64>& squash, const Params& p, const kernels::Kernels& k)
       : prm_(checked(p)), tb_(std::make_shared<const Tables>(squash)), k_(&k), nn_(p, *tb_), contexts_(p, *tb_),
-        matches_(p), cells_(p), floats_(p), steps_(p), apms_(p, *tb_),
+        matches_(p), cells_(p), floats_(p), steps_(p), echoes_(p), apms_(p, *tb_),
         history_(p.history_bits, p.match || p.column || (p.extras & HISTORY_USERS)) {
     if (p.has(INDIRECT)) indirect_ = Indirect(p.table_bits);
-    n_inputs_ = nn_.inputs() + contexts_.inputs() + matches_.inputs() + cells_.inputs() + floats_.inputs() + steps_.inputs() + 1;  // + bias
+    n_inputs_ = nn_.inputs() + contexts_.inputs() + matches_.inputs() + cells_.inputs() + floats_.inputs() + steps_.inputs() +
+                echoes_.inputs() + 1;  // + bias
     if (n_inputs_ > MAX_INPUTS) throw std::invalid_argument("too many context models");
     mixers_ = Mixers(p, k, n_inputs_);
   }
@@ -170,6 +172,7 @@ class Stage {
       cells_.bit_inputs(tb, L, k, c0, x, n);
       floats_.bit_inputs(tb, tail, k, c0, x, n);
       steps_.bit_inputs(tb, L, k, c0, x, n);
+      echoes_.bit_inputs(tb, L, k, c0, x, n);
       x[n++] = 256;  // bias
       const int xm = mixers_.mix(L, {k, c0, seen, e.expect[0], e.band[0], mcx.match[0]}, x, x[0]);
       const int p = apms_.refine(tb, L, xm, tb.sq(xm), c0, mcx.match[0]);
@@ -183,6 +186,7 @@ class Stage {
       cells_.update(tb, y);
       floats_.update(tb, y);
       steps_.update(tb, y);
+      echoes_.update(tb, y);
       c0 = c0 * 2 + y;
     }
     const int c = c0 & 255;
@@ -205,6 +209,7 @@ class Stage {
     matches_.after_byte(L, b, at, history_, pos, c);
     floats_.after_byte(L, c, before);
     steps_.after_byte(L, c);
+    echoes_.after_byte(L, c);
   }
 
  private:
@@ -230,6 +235,7 @@ class Stage {
   CellInputs cells_;
   FloatTail floats_;
   LineStep steps_;
+  NumberEcho echoes_;
   APMs apms_;
   History history_;
   Indirect indirect_;  // INDIRECT's tables

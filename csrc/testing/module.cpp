@@ -236,6 +236,26 @@ PYBIND11_MODULE(_testing, m) {
     return py::dict(py::arg("above") = above, py::arg("count") = S.count, py::arg("in") = S.in,
                     py::arg("value") = S.value, py::arg("width") = S.width, py::arg("set") = set);
   });
+  m.def("number_echo", [](const py::bytes& data) {  // NUMBER_ECHO's lane after `data`: the numbers kept and the current one
+    Params p{};
+    p.extras = NUMBER_ECHO;
+    NumberEcho model(p);
+    Lane L;
+    for (unsigned char c : std::string(data)) model.after_byte(L, c);
+    const Lane::Echoes& E = L.echoes;
+    std::vector<std::string> kept;  // rank 0 first
+    for (u32 r = 0; r < ECHO_NUMBERS && (E.kept >> r & 1); ++r) {
+      const size_t at = (E.head + ECHO_NUMBERS - r) % ECHO_NUMBERS;
+      std::string digits;
+      for (u32 i = 0; i < E.width[at]; ++i) digits += char('0' + E.numbers[at][i]);
+      kept.push_back(digits);
+    }
+    std::vector<int> set;
+    for (u32 r = 0; r < ECHO_NUMBERS; ++r)
+      if (E.set >> r & 1) set.push_back(int(r));
+    return py::dict(py::arg("kept") = kept, py::arg("in") = E.in, py::arg("count") = E.count,
+                    py::arg("set") = set, py::arg("label") = E.label);
+  });
   m.def("float_tail", [](const py::bytes& data) {  // FLOAT_TAIL's lane after `data`: its number and candidates
     Params p{};
     p.extras = FLOAT_TAIL;
