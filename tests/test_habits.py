@@ -165,8 +165,8 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
     text, as this wiki markup is, but not fewer than 8 where the plain rule gives that many, and
     not on text zstd shrinks less than 3-fold). Where every block is one lane (-2, -9) the
     stage leaves out its models of a lane's own statistics. Every level but -1 has version 16's
-    slow final mixer, version 17's seeded sets and version 18's models of numbers (its archive is
-    version 18), -7 .. -9 also version 17's
+    slow final mixer, version 17's seeded sets, version 18's models of numbers and version 19's
+    number echo (its archive is version 19), -7 .. -9 also version 17's
     order, place and match mixers and the NN's final input. The archive records every choice: decoding
     takes no level."""
     from shazip.stage.adaptive import AdaptiveParams
@@ -182,8 +182,8 @@ def test_levels_record_what_they_chose_and_decode_without_being_told(trained, te
         assert params.tokens == params.indirect == (level >= 3)
         assert params.places == params.order_mix == params.match_mix == params.nn_final == (level >= 3)
         assert params.slow_final == params.seed_sets == (level >= 2)
-        assert params.float_tail == params.line_step == (level >= 2)
-        assert head["adapt_version"] == (1 if level == 1 else 18)
+        assert params.float_tail == params.line_step == params.number_echo == (level >= 2)
+        assert head["adapt_version"] == (1 if level == 1 else 19)
         assert params.sparse
         assert params.local_ctx == params.local_match == (3 <= level <= 8)
         assert params.cell_left is params.cell_order is params.cell_up is False

@@ -90,6 +90,13 @@ class DigitInputs {
     x[count++] = st;
     x[count++] = all ? tb.st(map_.p16(cx_)) : 0;
   }
+  // the same, for a model whose masses `make()` gives once a byte, at the first bit, and only where
+  // the bits so far are a digit's (else no digit agrees with them: the inputs are 0 whatever the masses)
+  template <class Make>
+  void digit_inputs(const Tables& tb, Make&& make, int k, int c0, i32* x, int& count) {
+    if (k == first_) held_ = c0 == (('0' | 256) >> (8 - first_)) ? make() : DigitMass{};
+    bit_inputs(tb, k >= first_ ? held_ : DigitMass{}, k, c0, x, count);
+  }
   void update(const Tables& tb, int y) {
     if (cx_ != NONE) map_.update(tb, cx_, y, COUNT_LIMIT_MAX);
   }
@@ -99,6 +106,7 @@ class DigitInputs {
   int first_ = 0;
   StateMap map_;  // by input 1's band
   size_t cx_ = NONE;
+  DigitMass held_;  // digit_inputs': this byte's masses, from the first bit on
 };
 
 }  // namespace shazip::stage

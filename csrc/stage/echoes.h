@@ -56,12 +56,9 @@ class NumberEcho {
         inputs_(ECHO_FIRST_BIT) {}
   int inputs() const { return 2 * on_; }
 
-  // the bit's inputs; the digits' masses made at the first bit that reads them, where the bits so
-  // far are a digit's (else no digit agrees with them: the inputs are 0 whatever the masses)
+  // the bit's inputs (the digits' masses made at bit ECHO_FIRST_BIT, digit_mass.h)
   void bit_inputs(const Tables& tb, const Lane& L, int k, int c0, i32* x, int& count) {
-    if (!on_) return;
-    if (k == ECHO_FIRST_BIT) mass_ = c0 == ('0' >> 4 | 16) ? masses(L.echoes) : DigitMass{};
-    inputs_.bit_inputs(tb, k >= ECHO_FIRST_BIT ? mass_ : DigitMass{}, k, c0, x, count);
+    if (on_) inputs_.digit_inputs(tb, [&] { return masses(L.echoes); }, k, c0, x, count);
   }
   void update(const Tables& tb, int y) {
     if (on_) inputs_.update(tb, y);
@@ -141,7 +138,6 @@ class NumberEcho {
   bool on_ = false;
   CandidateCounts counts_;  // the ranks' counts (and ECHO_MISS's) by the digits so far and the label
   DigitInputs inputs_;
-  DigitMass mass_;  // this byte's, from bit ECHO_FIRST_BIT on
 };
 
 }  // namespace shazip::stage

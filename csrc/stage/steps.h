@@ -58,12 +58,9 @@ class LineStep {
       : on_(p.has(LINE_STEP)), counts_(on_ ? STEP_CLASSES : 0, STEPS), inputs_(STEP_FIRST_BIT) {}
   int inputs() const { return 2 * on_; }
 
-  // the bit's inputs; the digits' masses made at the first bit that reads them, where the bits so
-  // far are a digit's (else no digit agrees with them: the inputs are 0 whatever the masses)
+  // the bit's inputs (the digits' masses made at bit STEP_FIRST_BIT, digit_mass.h)
   void bit_inputs(const Tables& tb, const Lane& L, int k, int c0, i32* x, int& count) {
-    if (!on_) return;
-    if (k == STEP_FIRST_BIT) mass_ = c0 == ('0' >> 4 | 16) ? masses(L.steps) : DigitMass{};
-    inputs_.bit_inputs(tb, k >= STEP_FIRST_BIT ? mass_ : DigitMass{}, k, c0, x, count);
+    if (on_) inputs_.digit_inputs(tb, [&] { return masses(L.steps); }, k, c0, x, count);
   }
   void update(const Tables& tb, int y) {
     if (on_) inputs_.update(tb, y);
@@ -150,7 +147,6 @@ class LineStep {
   bool on_ = false;
   CandidateCounts counts_;  // the steps' counts by the number's place in its line and `same`
   DigitInputs inputs_;
-  DigitMass mass_;  // this byte's, from bit STEP_FIRST_BIT on
 };
 
 }  // namespace shazip::stage
