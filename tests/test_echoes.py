@@ -4,23 +4,17 @@ value again in another shape (a GC log's pause time, then its workers' start in 
 
 from __future__ import annotations
 
-import io
 import random
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 import shazip
-from shazip.format.container import Method
-from shazip.format.listing import describe
-from shazip.stage.adaptive import AdaptiveParams, AdaptiveStage
+from shazip.stage.adaptive import AdaptiveStage
 from core_hooks import hooks
 from test_adaptive import SMALL, bigram_rows, decode, encode, records_payloads
-
-DATA = Path(__file__).parent / "data"
-
+from test_floats import frozen
 
 def test_a_lane_keeps_its_numbers_without_their_points():
     echo = hooks().number_echo
@@ -95,12 +89,7 @@ def echo_text() -> bytes:
 def test_golden_number_echo_archive(trained, lanes):
     """Stage version 19's model frozen on what it predicts (golden-echoes-s19-LANES.shz: echo_text()
     with AdaptiveParams().at_version(19), tests/data/README.md)."""
-    data = echo_text()
-    golden = (DATA / f"golden-echoes-s19-{lanes}.shz").read_bytes()
-    assert describe(io.BytesIO(golden))[0]["adapt_version"] == 19
-    assert shazip.decompress(golden, model=trained) == data
-    assert shazip.compress(data, model=trained, lanes=lanes, methods=frozenset({Method.MIXED}),
-                           adapt=AdaptiveParams().at_version(19)) == golden
+    frozen(trained, f"golden-echoes-s19-{lanes}.shz", echo_text(), 19, lanes)
 
 
 def test_the_model_codes_alike_on_every_kernel_path_and_thread_count(trained):

@@ -161,16 +161,21 @@ def numbers_text() -> bytes:
     return geo_text(150) + log_text(60)
 
 
+def frozen(trained, name: str, data: bytes, version: int, lanes: int) -> None:
+    """The golden archive `name` (mixed blocks of `data` in `lanes` lanes, stage `version`) is of
+    that version, decodes, and is what compressing again gives."""
+    golden = (DATA / name).read_bytes()
+    assert describe(io.BytesIO(golden))[0]["adapt_version"] == version
+    assert shazip.decompress(golden, model=trained) == data
+    assert shazip.compress(data, model=trained, lanes=lanes, methods=frozenset({Method.MIXED}),
+                           adapt=AdaptiveParams().at_version(version)) == golden
+
+
 @pytest.mark.parametrize("lanes", [1, 2])
 def test_golden_number_models_archive(trained, lanes):
     """Stage version 18's models frozen on what they predict (golden-numbers-s18-LANES.shz:
     numbers_text() with AdaptiveParams().at_version(18), tests/data/README.md)."""
-    data = numbers_text()
-    golden = (DATA / f"golden-numbers-s18-{lanes}.shz").read_bytes()
-    assert describe(io.BytesIO(golden))[0]["adapt_version"] == 18
-    assert shazip.decompress(golden, model=trained) == data
-    assert shazip.compress(data, model=trained, lanes=lanes, methods=frozenset({Method.MIXED}),
-                           adapt=AdaptiveParams().at_version(18)) == golden
+    frozen(trained, f"golden-numbers-s18-{lanes}.shz", numbers_text(), 18, lanes)
 
 
 def test_the_number_models_code_alike_on_every_kernel_path_and_thread_count(trained):

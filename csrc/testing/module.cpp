@@ -183,6 +183,17 @@ std::vector<int> bit_history(const std::shared_ptr<Stage>& s, int state) {
 
 }  // namespace
 
+// A lane after `data` through one model of numbers alone (its bit `mask` on)
+template <class Model>
+Lane model_lane(u64 mask, const std::string& data) {
+  Params p{};
+  p.extras = mask;
+  Model model(p);
+  Lane L;
+  for (unsigned char c : data) model.after_byte(L, c);
+  return L;
+}
+
 PYBIND11_MODULE(_testing, m) {
   m.doc() = "The core's parts alone, for tests (not shazip's API)";
   bind_kernel_hooks(m);
@@ -222,11 +233,7 @@ PYBIND11_MODULE(_testing, m) {
     return py::make_tuple(E, cls, std::vector<u64>(S.begin(), S.end()));
   });
   m.def("line_step", [](const py::bytes& data) {  // LINE_STEP's lane after `data`: the numbers above and the current one
-    Params p{};
-    p.extras = LINE_STEP;
-    LineStep model(p);
-    Lane L;
-    for (unsigned char c : std::string(data)) model.after_byte(L, c);
+    const Lane L = model_lane<LineStep>(LINE_STEP, data);
     const Lane::Steps& S = L.steps;
     std::vector<std::pair<u64, int>> above;
     for (u32 i = 0; i < S.above_count; ++i) above.emplace_back(S.above_value[i], S.above_width[i]);
@@ -237,11 +244,7 @@ PYBIND11_MODULE(_testing, m) {
                     py::arg("value") = S.value, py::arg("width") = S.width, py::arg("set") = set);
   });
   m.def("number_echo", [](const py::bytes& data) {  // NUMBER_ECHO's lane after `data`: the numbers kept and the current one
-    Params p{};
-    p.extras = NUMBER_ECHO;
-    NumberEcho model(p);
-    Lane L;
-    for (unsigned char c : std::string(data)) model.after_byte(L, c);
+    const Lane L = model_lane<NumberEcho>(NUMBER_ECHO, data);
     const Lane::Echoes& E = L.echoes;
     std::vector<std::string> kept;  // rank 0 first
     for (u32 r = 0; r < ECHO_NUMBERS && (E.kept >> r & 1); ++r) {
