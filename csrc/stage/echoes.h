@@ -99,7 +99,7 @@ class NumberEcho {
       E.numbers[E.head] = E.digits;
       E.width[E.head] = u8(std::min(E.count, ECHO_DIGITS));
       E.kept = E.kept << 1 | 1;
-      if (ECHO_NUMBERS < 64) E.kept &= (u64(1) << ECHO_NUMBERS) - 1;
+      E.kept &= ~u64(0) >> (64 - ECHO_NUMBERS);  // the ranks kept
       E.label = E.point ? label_step(0, '.') : 0;  // the text after it begins with a '.' that ended it
       E.in = false, E.point = false, E.set = 0, E.count = 0;
     }
